@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * plabel: labeled profiling for native programs.
+ *
+ * The user/kernel interface of /dev/plabel: ioctls that intern label sets
+ * and attach them to the calling thread, the per-thread fast-switch slot,
+ * profiling sessions, and the record stream read() returns during a session.
+ *
+ * Conventions: every ioctl argument starts with a __u32 size (the caller's
+ * sizeof, handled with copy_struct_from_user(), so structs grow at the end)
+ * and a __u32 flags; unknown flags or nonzero padding give -EINVAL, unknown
+ * commands -ENOTTY, bad pointers -EFAULT. Pointers travel as __u64.
+ * Documentation/uapi.rst describes each call and its errors.
+ */
+#ifndef _UAPI_PLABEL_H
+#define _UAPI_PLABEL_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define PLABEL_DEVICE		"/dev/plabel"
+#define PLABEL_IOC_MAGIC	0xB8
+
+/*
+ * Hard ceilings. The limits in force are sysctls under kernel.plabel.
+ * (max_labels, max_key_len, max_value_len, ...) whose upper bounds are these.
+ */
+#define PLABEL_MAX_LABELS	64	/* labels in one set */
+#define PLABEL_MAX_KEY_LEN	255	/* bytes, no NUL */
+#define PLABEL_MAX_VALUE_LEN	4096	/* bytes, no NUL */
+
+/* One label, as passed in and as returned by PLABEL_IOC_LABELS_GET. */
+struct plabel_label {
+	__u64 key;		/* user pointer to key bytes, no NUL needed */
+	__u64 value;		/* user pointer to value bytes */
+	__u32 key_len;		/* 1..max_key_len, no NUL bytes inside */
+	__u32 value_len;	/* 0..max_value_len, no NUL bytes inside */
+};
+
+/*
+ * PLABEL_IOC_SET_NEW: intern a label set and return its id.
+ *
+ * The same labels (in any order) from the same user return the same id.
+ * The open file takes one reference to the set (once per file, however often
+ * it interns the same set); PLABEL_IOC_SET_PUT or close() drops it. Ids are
+ * never 0 and never reused, so a stale id names no set. count == 0 returns
+ * id 0 (no labels) and takes nothing.
+ *
+ * Errors: -EINVAL (flags, pad, empty or NUL-containing key, repeated key,
+ * NUL in a value), -E2BIG (more labels, or a longer key or value, than the
+ * sysctl limits allow), -EDQUOT (the user's set count or byte quota is
+ * used up), -ENOMEM, -EFAULT.
+ */
+struct plabel_set_new_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 labels;		/* pointer to struct plabel_label[count] */
+	__u32 count;
+	__u32 pad;		/* must be 0 */
+	__u64 id;		/* out */
+};
+
+/*
+ * PLABEL_IOC_SET_PUT: drop this file's reference to set id.
+ * Errors: -ENOENT when this file holds no reference to id.
+ */
+struct plabel_set_put_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 id;
+};
+
+/*
+ * PLABEL_IOC_LABELS_SET: set the calling thread's kernel-stored labels.
+ * id 0 clears them. The thread's entry holds a reference to the set, so the
+ * labels live as long as the thread (and are inherited by what it creates).
+ * Errors: -ENOENT when id names no live set of the caller's user.
+ */
+struct plabel_labels_set_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 id;
+};
+
+/*
+ * PLABEL_IOC_LABELS_GET: read the calling thread's current labels back.
+ *
+ * Current means what a sample taken now would carry: the id in the thread's
+ * registered slot when that names a live set of the thread's user, else the
+ * kernel-stored set. The kernel writes struct plabel_label[count], sorted by
+ * key, at buf, followed by the key and value bytes (each NUL-terminated, not
+ * counted in *_len) that the label pointers point to. buf_len is set to the
+ * bytes needed. When buf_len is too small (buf may be 0), nothing is written
+ * to buf and the call fails with -ERANGE after filling id, count and buf_len.
+ */
+struct plabel_labels_get_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 id;		/* out: 0 when the thread has no labels */
+	__u64 buf;		/* in: user buffer */
+	__u32 buf_len;		/* in: its size; out: bytes needed */
+	__u32 count;		/* out: number of labels */
+};
+
+/*
+ * PLABEL_IOC_SLOT_SET: register (addr != 0) or unregister (addr == 0) the
+ * calling thread's fast-switch slot: an 8-byte aligned __u64 in the thread's
+ * own memory holding a set id or 0. While registered, a nonzero slot value
+ * naming a live set of the thread's user is the thread's labels; 0 or an id
+ * naming nothing falls back to the kernel-stored set. The kernel only reads
+ * the slot, with non-faulting reads where it must not sleep. Registration
+ * is per thread, copied to a child made by fork() (same address, copied
+ * memory), not to new threads, and dropped by exec.
+ * Errors: -EINVAL (misaligned), -EFAULT (not readable now).
+ */
+struct plabel_slot_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 addr;
+};
+
+/* Sessions: who is sampled. */
+enum plabel_target {
+	PLABEL_TARGET_ALL = 0,		/* every task on every CPU */
+	PLABEL_TARGET_PIDS = 1,		/* the listed processes (tgids) */
+	PLABEL_TARGET_TREE = 2,		/* the listed processes and all they create */
+};
+
+/* Sessions: call chains. */
+enum plabel_callchain {
+	PLABEL_CALLCHAIN_NONE = 0,	/* the interrupted ip only */
+	PLABEL_CALLCHAIN_FP = 1,	/* user frame-pointer walk */
+	PLABEL_CALLCHAIN_DWARF = 2,	/* user registers + stack snapshot */
+};
+
+/* Sessions: what is recorded (bit mask; 0 means all). */
+#define PLABEL_RECORD_CPU	(1U << 0)	/* CPU samples */
+#define PLABEL_RECORD_THREADS	(1U << 1)	/* thread/process creation */
+#define PLABEL_RECORD_KERNEL	(1U << 2)	/* kernel call chains too */
+
+#define PLABEL_MAX_PIDS		1024
+
+/*
+ * PLABEL_IOC_SESSION_START: start a profiling session on this open file;
+ * read() and poll() then deliver records. Needs CAP_PERFMON or
+ * CAP_SYS_ADMIN (-EPERM). -EBUSY when this file or another already runs a
+ * session (one session at a time). Zero fields take the sysctl defaults.
+ */
+struct plabel_session_start_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u32 target;		/* enum plabel_target */
+	__u32 callchain;	/* enum plabel_callchain */
+	__u32 sample_hz;	/* 0: kernel.plabel.sample_hz */
+	__u32 record;		/* PLABEL_RECORD_* mask, 0: CPU | THREADS */
+	__u64 pids;		/* pointer to __s32[npids] */
+	__u32 npids;		/* 1..PLABEL_MAX_PIDS for PIDS and TREE */
+	__u32 max_stack;	/* 0: kernel.plabel.max_stack */
+	__u32 stack_size;	/* dwarf snapshot bytes, 0: kernel.plabel.stack_size */
+	__u32 pad;		/* must be 0 */
+};
+
+#define PLABEL_IOC_SET_NEW	_IOWR(PLABEL_IOC_MAGIC, 0x01, struct plabel_set_new_args)
+#define PLABEL_IOC_SET_PUT	_IOW(PLABEL_IOC_MAGIC, 0x02, struct plabel_set_put_args)
+#define PLABEL_IOC_LABELS_SET	_IOW(PLABEL_IOC_MAGIC, 0x03, struct plabel_labels_set_args)
+#define PLABEL_IOC_LABELS_GET	_IOWR(PLABEL_IOC_MAGIC, 0x04, struct plabel_labels_get_args)
+#define PLABEL_IOC_SLOT_SET	_IOW(PLABEL_IOC_MAGIC, 0x05, struct plabel_slot_args)
+#define PLABEL_IOC_SESSION_START _IOW(PLABEL_IOC_MAGIC, 0x10, struct plabel_session_start_args)
+#define PLABEL_IOC_SESSION_STOP	_IO(PLABEL_IOC_MAGIC, 0x11)
+
+/*
+ * The record stream. read() on a file with a session returns whole records
+ * only, each starting with struct plabel_rec_header, 8-byte aligned, size
+ * covering the whole record. A reader skips types it does not know. The
+ * first record of a session is PLABEL_REC_STREAM with the format version.
+ * read() blocks (unless O_NONBLOCK) until a record is there or the session
+ * stopped; after a stop it drains what is left, then returns 0.
+ */
+#define PLABEL_REC_VERSION	1
+
+enum plabel_rec_type {
+	PLABEL_REC_STREAM = 1,		/* struct plabel_rec_stream */
+	PLABEL_REC_LABELSET = 2,	/* struct plabel_rec_labelset */
+	PLABEL_REC_SAMPLE = 3,		/* struct plabel_rec_sample */
+	PLABEL_REC_THREAD = 4,		/* struct plabel_rec_sample, creation */
+	PLABEL_REC_LOST = 5,		/* struct plabel_rec_lost */
+	PLABEL_REC_MMAP = 6,		/* struct plabel_rec_mmap */
+	PLABEL_REC_EXEC = 7,		/* struct plabel_rec_exec */
+};
+
+struct plabel_rec_header {
+	__u32 type;
+	__u32 size;		/* bytes, header included, multiple of 8 */
+};
+
+struct plabel_rec_stream {
+	struct plabel_rec_header hdr;
+	__u32 version;		/* PLABEL_REC_VERSION */
+	__u32 callchain;	/* enum plabel_callchain in force */
+	__u64 period_ns;	/* sampling period */
+	__u64 start_ns;		/* CLOCK_MONOTONIC at start */
+	__u32 ncpus;
+	__u32 record;		/* PLABEL_RECORD_* in force */
+};
+
+/*
+ * A label set's strings. Precedes (on some CPU's ring) the first sample of
+ * the session that carries id; may repeat. Followed by count entries of
+ * struct plabel_rec_label, then the bytes of key 0, value 0, key 1, ...
+ * (no NULs), then zero padding to 8 bytes.
+ */
+struct plabel_rec_labelset {
+	struct plabel_rec_header hdr;
+	__u64 id;
+	__u32 count;
+	__u32 pad;
+};
+
+struct plabel_rec_label {
+	__u32 key_len;
+	__u32 value_len;
+};
+
+/* struct plabel_rec_sample.flags */
+#define PLABEL_SAMPLE_USER	(1U << 0)	/* interrupted in user mode */
+#define PLABEL_SAMPLE_REGS	(1U << 1)	/* regs[] and stack follow */
+#define PLABEL_SAMPLE_TRUNC	(1U << 2)	/* call chain hit max_stack */
+#define PLABEL_THREAD_PROCESS	(1U << 8)	/* THREAD: a new process */
+
+/* User registers in dwarf mode, in libunwind's x86-64 numbering. */
+enum plabel_reg {
+	PLABEL_REG_RAX, PLABEL_REG_RDX, PLABEL_REG_RCX, PLABEL_REG_RBX,
+	PLABEL_REG_RSI, PLABEL_REG_RDI, PLABEL_REG_RBP, PLABEL_REG_RSP,
+	PLABEL_REG_R8, PLABEL_REG_R9, PLABEL_REG_R10, PLABEL_REG_R11,
+	PLABEL_REG_R12, PLABEL_REG_R13, PLABEL_REG_R14, PLABEL_REG_R15,
+	PLABEL_REG_RIP,
+	PLABEL_REGS_NR
+};
+
+/*
+ * A CPU sample (PLABEL_REC_SAMPLE) or a thread creation (PLABEL_REC_THREAD,
+ * taken in the creator's context, child_* set). After the fixed part:
+ * __u64 ips[nr_kernel + nr_user] (kernel frames first, each part leaf
+ * first); then, when flags has PLABEL_SAMPLE_REGS, __u64 regs[PLABEL_REGS_NR]
+ * and stack_size bytes copied from the user stack at regs[PLABEL_REG_RSP];
+ * then zero padding to 8 bytes.
+ */
+struct plabel_rec_sample {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;		/* CLOCK_MONOTONIC */
+	__u64 set_id;		/* labels, 0 for none */
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u32 flags;		/* PLABEL_SAMPLE_*, PLABEL_THREAD_* */
+	__u32 child_pid;	/* THREAD only */
+	__u32 child_tid;	/* THREAD only */
+	__u16 nr_kernel;
+	__u16 nr_user;
+	__u32 stack_size;
+};
+
+/* Records dropped on cpu (ring full) since the previous LOST record. */
+struct plabel_rec_lost {
+	struct plabel_rec_header hdr;
+	__u32 cpu;
+	__u32 pad;
+	__u64 lost;
+};
+
+/*
+ * An executable file mapping of process pid, as of time_ns. path_len bytes
+ * of path (no NUL) follow, then zero padding to 8 bytes.
+ */
+struct plabel_rec_mmap {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 path_len;
+	__u64 start;
+	__u64 end;
+	__u64 offset;		/* file offset of start, bytes */
+};
+
+/* Process pid (thread tid) exec'ed: earlier mappings of pid are gone. */
+struct plabel_rec_exec {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	char comm[16];
+};
+
+#endif /* _UAPI_PLABEL_H */

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The module is built out of tree, once per kernel, in its own directory:
+# $(B)/kmod/<headers dir name>/plabel.ko. Kbuild writes its objects next to
+# the sources, so the sources are copied there first.
+
+KMOD_SRCS	:= $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/plabel_uapi.h
+kmod_dir	= $(B)/kmod/$(notdir $(1))
+
+# $(call kmod_rule,KDIR)
+define kmod_rule
+$(call kmod_dir,$(1))/plabel.ko: $(KMOD_SRCS)
+	@mkdir -p $(call kmod_dir,$(1))
+	cp $(KMOD_SRCS) $(call kmod_dir,$(1))/
+	$(MAKE) -C $(1) M=$(abspath $(call kmod_dir,$(1))) modules
+endef
+
+KMOD_KDIRS	:= $(sort $(KDIR) $(KDIR_6.1) $(KDIR_6.12))
+$(foreach k,$(KMOD_KDIRS),$(eval $(call kmod_rule,$(k))))
+
+# The module for KDIR; kmods builds it for both Debian kernels.
+KMOD		:= $(call kmod_dir,$(KDIR))/plabel.ko
+KMOD_6.1	:= $(call kmod_dir,$(KDIR_6.1))/plabel.ko
+KMOD_6.12	:= $(call kmod_dir,$(KDIR_6.12))/plabel.ko
+kmod: $(KMOD)
+kmods: $(KMOD_6.1) $(KMOD_6.12)

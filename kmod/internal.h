@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Interfaces between the parts of plabel.ko:
+ *
+ *   main.c     misc device, ioctl dispatch, sysctls, debugfs, init/exit
+ *   labels.c   interned label sets (id -> set, per-user quotas)
+ *   task.c     per-task entries, the slot, clone/exec/exit tracepoints
+ *   session.c  profiling sessions, read()/poll(), per-CPU rings
+ *   sample.c   perf cpu-clock counters, the overflow handler, call chains
+ *
+ * Context rules: functions marked "any context" may run in hard interrupt
+ * context (the perf overflow handler) and must not sleep, lock or allocate;
+ * the others run in process context and may sleep.
+ */
+#ifndef PLABEL_INTERNAL_H
+#define PLABEL_INTERNAL_H
+
+#include <linux/types.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/xarray.h>
+#include <linux/uidgid.h>
+
+#include "plabel_uapi.h"
+
+struct task_struct;
+struct pt_regs;
+struct dentry;
+struct plabel_session;
+
+/* Tunables (sysctls in main.c). Read with READ_ONCE(). */
+extern unsigned int plabel_max_labels;
+extern unsigned int plabel_max_key_len;
+extern unsigned int plabel_max_value_len;
+extern unsigned int plabel_max_sets_per_user;
+extern unsigned int plabel_max_bytes_per_user;
+extern unsigned int plabel_sample_hz;
+extern unsigned int plabel_max_stack;
+extern unsigned int plabel_stack_size;
+extern unsigned int plabel_ring_kb;
+
+/* debugfs directory (main.c), NULL when debugfs is absent. */
+extern struct dentry *plabel_debugfs_dir;
+
+/* One interned label set. Immutable after creation but for refs. */
+struct plabel_set {
+	u64 id;
+	kuid_t owner;
+	refcount_t refs;
+	u32 count;		/* labels */
+	u32 bytes;		/* of strings, for the quota */
+	/* session.c: generation of the last session that emitted it */
+	atomic_t emitted_gen;
+	struct rcu_head rcu;
+	/* labels.c private fields may follow */
+	struct plabel_label_k {
+		const char *key;	/* NUL-terminated, inside the set */
+		const char *value;
+		u32 key_len;
+		u32 value_len;
+	} labels[];		/* sorted by key */
+};
+
+/* Per open file of /dev/plabel. */
+struct plabel_file {
+	struct xarray refs;		/* set id index -> set, one ref each */
+	struct mutex lock;		/* serializes refs updates, session */
+	struct plabel_session *session;	/* session.c, NULL when none */
+};
+
+/* labels.c */
+int plabel_labels_init(void);
+void plabel_labels_exit(void);
+/* Process context. */
+int plabel_set_new(struct plabel_file *pf, struct plabel_set_new_args *args);
+int plabel_set_put_id(struct plabel_file *pf, u64 id);
+void plabel_file_release_sets(struct plabel_file *pf);
+/* Any context, under rcu_read_lock(): a live set with that id, else NULL. */
+struct plabel_set *plabel_set_lookup_rcu(u64 id);
+/* Process context: a live set with that id and a reference, else NULL. */
+struct plabel_set *plabel_set_get_id(u64 id);
+void plabel_set_get(struct plabel_set *set);
+/* Any context: drops a reference, frees after an RCU grace period. */
+void plabel_set_put(struct plabel_set *set);
+long plabel_live_sets(void);
+
+/* task.c */
+int plabel_task_init(void);
+void plabel_task_exit(void);
+int plabel_ioctl_labels_set(struct plabel_labels_set_args *args);
+int plabel_ioctl_labels_get(struct plabel_labels_get_args *args);
+int plabel_ioctl_slot_set(struct plabel_slot_args *args);
+/*
+ * Any context, under rcu_read_lock(): the labels current would carry now
+ * (valid slot id, else kernel-stored set), or NULL. In interrupt context
+ * the slot is read with copy_from_user_nofault().
+ */
+struct plabel_set *plabel_current_set_rcu(void);
+long plabel_live_tasks(void);
+
+/*
+ * session.c, called by task.c's tracepoint probes (process context,
+ * current is the creator / the exec'ing task), and by main.c.
+ */
+int plabel_session_init(void);
+void plabel_session_exit(void);
+void plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
+			     struct plabel_set *set);
+void plabel_session_on_exec(void);
+long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
+			  unsigned long arg);
+ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
+			    char __user *buf, size_t len);
+__poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
+			     poll_table *wait);
+void plabel_session_release(struct plabel_file *pf);
+
+#endif /* PLABEL_INTERNAL_H */
