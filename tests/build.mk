@@ -1,1 +1,62 @@
 # SPDX-License-Identifier: GPL-2.0
+#
+# Tests: host unit tests (tests/unit/<name>.c -> $(B)/tests/unit/<name>) and
+# VM tests (tests/kselftest/<name>.c -> $(B)/tests/kselftest/<name>), all
+# built against kselftest_harness.h, which is taken from Debian's
+# linux-source-6.1 package at build time and never kept in the tree.
+#
+# Other fragments (included before this one) add to:
+#   TEST_DEPS          prerequisites of every test program (e.g. a library)
+#   TEST_LDLIBS        link arguments of every test program
+#   TEST_DEPS_<name>   prerequisites of test <name> alone
+#   TEST_LDLIBS_<name> link arguments of test <name> alone
+# with +=. They are read when a test is linked, so order does not matter.
+
+KSFT_TARBALL	?= /usr/src/linux-source-6.1.tar.xz
+KSFT_MEMBER	:= linux-source-6.1/tools/testing/selftests
+KSFT_HDRS	:= $(B)/kselftest/kselftest_harness.h $(B)/kselftest/kselftest.h
+
+TEST_DEPS	+=
+TEST_LDLIBS	+= -lpthread
+# kselftest_harness.h defines two global functions without prototypes.
+TEST_CFLAGS	:= -Wno-missing-prototypes
+
+UNIT_SRCS	:= $(sort $(wildcard tests/unit/*.c))
+KSELFTEST_SRCS	:= $(sort $(wildcard tests/kselftest/*.c))
+UNIT_BINS	:= $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
+KSELFTEST_BINS	:= $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(KSELFTEST_SRCS))
+
+HOST_TESTS	+= $(UNIT_BINS)
+VM_TESTS	+= $(KSELFTEST_BINS)
+ALL_TARGETS	+= $(UNIT_BINS) $(KSELFTEST_BINS)
+
+# Both headers come out of one tar run (about 8 s for the .xz); the
+# harness includes kselftest.h from its own directory.
+$(B)/kselftest/kselftest_harness.h:
+	@mkdir -p $(@D)
+	tar -xJf $(KSFT_TARBALL) -C $(@D) --strip-components=4 \
+		$(KSFT_MEMBER)/kselftest_harness.h $(KSFT_MEMBER)/kselftest.h
+	@touch $@
+$(B)/kselftest/kselftest.h: $(B)/kselftest/kselftest_harness.h
+	@test -f $@ && touch $@
+
+kselftest-headers: $(KSFT_HDRS)
+
+.SECONDEXPANSION:
+
+$(B)/tests/unit/%: tests/unit/%.c $(KSFT_HDRS) $$(TEST_DEPS) $$(TEST_DEPS_$$*)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
+
+$(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $$(TEST_DEPS) $$(TEST_DEPS_$$*)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
+
+# make check [KERNELS="6.1 6.12"] [HOST_ONLY=1]: host tests, then the VM
+# tests on each kernel; see tests/check.sh and Documentation/testing.rst.
+KERNELS		?= 6.1 6.12
+HOST_ONLY	?=
+
+check: all kmods
+	B=$(B) HOST_TESTS="$(HOST_TESTS)" KERNELS="$(KERNELS)" \
+		HOST_ONLY="$(HOST_ONLY)" tests/check.sh
