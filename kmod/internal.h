@@ -50,11 +50,14 @@ struct plabel_set {
 	kuid_t owner;
 	refcount_t refs;
 	u32 count;		/* labels */
-	u32 bytes;		/* of strings, for the quota */
+	u32 bytes;		/* kernel memory it takes, for the quota */
 	/* session.c: generation of the last session that emitted it */
 	atomic_t emitted_gen;
 	struct rcu_head rcu;
-	/* labels.c private fields may follow */
+	/* labels.c private fields */
+	struct hlist_node hnode;	/* dedup table, under the intern lock */
+	struct llist_node dead;		/* waiting for removal from tables */
+	u32 hash;
 	struct plabel_label_k {
 		const char *key;	/* NUL-terminated, inside the set */
 		const char *value;
@@ -101,8 +104,11 @@ struct plabel_set *plabel_current_set_rcu(void);
 long plabel_live_tasks(void);
 
 /*
- * session.c, called by task.c's tracepoint probes (process context,
- * current is the creator / the exec'ing task), and by main.c.
+ * session.c, called by task.c's tracepoint probes and by main.c.
+ * on_clone and on_exec run in the creator's / the exec'ing task's context
+ * (current), but inside a tracepoint probe: preemption is disabled, so they
+ * must not sleep (no GFP_KERNEL, no faulting user access; use
+ * copy_from_user_nofault()). The others run in process context.
  */
 int plabel_session_init(void);
 void plabel_session_exit(void);

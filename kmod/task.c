@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-task label state and the task lifetime hooks.
+ *
+ * A thread that has labels or a registered slot has an entry in
+ * plabel_tasks, keyed by its task_struct pointer:
+ *
+ *   slot  user address of a __u64 holding a set id (0: none)
+ *   set   the kernel-stored set (one reference), or NULL
+ *
+ * Only the task itself changes or removes its entry (ioctls, exec and exit
+ * probes, all running as current), except that the creator fills in a new
+ * child's entry before the child first runs, and module exit frees all.
+ * So an entry needs no lock: writers never race, and readers (the sampler in
+ * hard interrupt context, via plabel_current_set_rcu()) see the fields with
+ * READ_ONCE() and rcu_dereference() and the entry itself under RCU; removed
+ * entries are freed after a grace period.
+ *
+ * The probes run from tracepoints with preemption disabled: they use
+ * GFP_ATOMIC and non-faulting user reads. task_newtask fires at the end of
+ * copy_process(), after its last failure point and before the child is
+ * woken, so an entry made for the child is always removed by its exit.
+ */
+#include <linux/cred.h>
+#include <linux/debugfs.h>
+#include <linux/mm.h>
+#include <linux/rhashtable.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/tracepoint.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"
+
+struct plabel_task {
+	struct rhash_head node;
+	struct task_struct *task;
+	u64 slot;
+	struct plabel_set __rcu *set;
+	struct rcu_head rcu;
+};
+
+static const struct rhashtable_params plabel_task_params = {
+	.key_len = sizeof(struct task_struct *),
+	.key_offset = offsetof(struct plabel_task, task),
+	.head_offset = offsetof(struct plabel_task, node),
+	.automatic_shrinking = true,
+};
+
+static struct rhashtable plabel_tasks;
+static atomic_long_t plabel_nr_tasks = ATOMIC_LONG_INIT(0);
+/* Children that could not inherit (no memory in the clone probe). */
+static atomic_t plabel_inherit_failed = ATOMIC_INIT(0);
+
+long plabel_live_tasks(void)
+{
+	return atomic_long_read(&plabel_nr_tasks);
+}
+
+/* Under rcu_read_lock(), or for current's own entry. */
+static struct plabel_task *plabel_task_find(struct task_struct *t)
+{
+	return rhashtable_lookup(&plabel_tasks, &t, plabel_task_params);
+}
+
+static struct plabel_task *plabel_task_find_current(void)
+{
+	struct plabel_task *e;
+
+	rcu_read_lock();
+	e = plabel_task_find(current);
+	rcu_read_unlock();
+	return e;
+}
+
+static struct plabel_task *plabel_task_alloc(struct task_struct *t, u64 slot,
+					     struct plabel_set *set, gfp_t gfp)
+{
+	struct plabel_task *e;
+	int err;
+
+	e = kzalloc(sizeof(*e), gfp);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	e->task = t;
+	e->slot = slot;
+	if (set)
+		plabel_set_get(set);
+	RCU_INIT_POINTER(e->set, set);
+	err = rhashtable_lookup_insert_fast(&plabel_tasks, &e->node,
+					    plabel_task_params);
+	if (err) {
+		WARN_ON_ONCE(err == -EEXIST);
+		plabel_set_put(set);
+		kfree(e);
+		return ERR_PTR(err);
+	}
+	atomic_long_inc(&plabel_nr_tasks);
+	return e;
+}
+
+static void plabel_task_remove(struct plabel_task *e)
+{
+	if (WARN_ON_ONCE(rhashtable_remove_fast(&plabel_tasks, &e->node,
+						plabel_task_params)))
+		return;
+	/* Readers that still see the set hold off its free through RCU. */
+	plabel_set_put(rcu_replace_pointer(e->set, NULL, true));
+	atomic_long_dec(&plabel_nr_tasks);
+	kfree_rcu(e, rcu);
+}
+
+/* An entry with neither labels nor a slot is of no use. */
+static void plabel_task_maybe_drop(struct plabel_task *e)
+{
+	if (!READ_ONCE(e->slot) && !rcu_access_pointer(e->set))
+		plabel_task_remove(e);
+}
+
+/* The set a slot value names, if current may use it. Under RCU. */
+static struct plabel_set *plabel_slot_set_rcu(u64 id)
+{
+	struct plabel_set *set = plabel_set_lookup_rcu(id);
+
+	if (set && !uid_eq(set->owner, current_uid()))
+		return NULL;
+	return set;
+}
+
+struct plabel_set *plabel_current_set_rcu(void)
+{
+	struct plabel_task *e = plabel_task_find(current);
+	u64 slot, id;
+
+	if (!e)
+		return NULL;
+	slot = READ_ONCE(e->slot);
+	if (slot && current->mm &&
+	    !copy_from_user_nofault(&id, u64_to_user_ptr(slot), sizeof(id)) &&
+	    id) {
+		struct plabel_set *set = plabel_slot_set_rcu(id);
+
+		if (set)
+			return set;
+	}
+	return rcu_dereference(e->set);
+}
+
+/* Under RCU: a reference to a set, NULL when it is dying. */
+static struct plabel_set *plabel_try_get(struct plabel_set *set)
+{
+	if (set && !refcount_inc_not_zero(&set->refs))
+		return NULL;
+	return set;
+}
+
+/*
+ * current's effective set with a reference. In process context the slot is
+ * read with a faulting read (may_fault), in the probes without.
+ */
+static struct plabel_set *plabel_task_effective(struct plabel_task *e,
+						bool may_fault)
+{
+	struct plabel_set *set = NULL;
+	u64 slot = READ_ONCE(e->slot), id = 0;
+	int err = -EFAULT;
+
+	if (slot && current->mm) {
+		if (may_fault)
+			err = get_user(id, (u64 __user *)u64_to_user_ptr(slot));
+		else
+			err = copy_from_user_nofault(&id, u64_to_user_ptr(slot),
+						     sizeof(id));
+	}
+	rcu_read_lock();
+	if (!err && id)
+		set = plabel_try_get(plabel_slot_set_rcu(id));
+	if (!set)
+		set = plabel_try_get(rcu_dereference(e->set));
+	rcu_read_unlock();
+	return set;
+}
+
+int plabel_ioctl_labels_set(struct plabel_labels_set_args *args)
+{
+	struct plabel_set *set = NULL;
+	struct plabel_task *e;
+
+	if (args->id) {
+		set = plabel_set_get_id(args->id);
+		if (!set)
+			return -ENOENT;
+		if (!uid_eq(set->owner, current_uid())) {
+			plabel_set_put(set);
+			return -ENOENT;
+		}
+	}
+	e = plabel_task_find_current();
+	if (!e) {
+		if (!set)
+			return 0;
+		e = plabel_task_alloc(current, 0, set, GFP_KERNEL);
+		plabel_set_put(set);
+		return PTR_ERR_OR_ZERO(e);
+	}
+	plabel_set_put(rcu_replace_pointer(e->set, set, true));
+	plabel_task_maybe_drop(e);
+	return 0;
+}
+
+int plabel_ioctl_slot_set(struct plabel_slot_args *args)
+{
+	u64 __user *uslot = u64_to_user_ptr(args->addr);
+	struct plabel_task *e;
+	u64 v;
+
+	if (args->addr & (sizeof(u64) - 1))
+		return -EINVAL;
+	if (args->addr && get_user(v, uslot))
+		return -EFAULT;
+	e = plabel_task_find_current();
+	if (!e) {
+		if (!args->addr)
+			return 0;
+		e = plabel_task_alloc(current, args->addr, NULL, GFP_KERNEL);
+		return PTR_ERR_OR_ZERO(e);
+	}
+	WRITE_ONCE(e->slot, args->addr);
+	plabel_task_maybe_drop(e);
+	return 0;
+}
+
+int plabel_ioctl_labels_get(struct plabel_labels_get_args *args)
+{
+	struct plabel_label *out;
+	struct plabel_set *set = NULL;
+	struct plabel_task *e;
+	size_t need;
+	u32 have = args->buf_len;
+	char *buf, *p;
+	u32 i;
+	int err = 0;
+
+	e = plabel_task_find_current();
+	if (e)
+		set = plabel_task_effective(e, true);
+	if (!set) {
+		args->id = 0;
+		args->count = 0;
+		args->buf_len = 0;
+		return 0;
+	}
+	need = set->count * sizeof(*out);
+	for (i = 0; i < set->count; i++)
+		need += set->labels[i].key_len + set->labels[i].value_len + 2;
+	args->id = set->id;
+	args->count = set->count;
+	args->buf_len = need;
+	if (have < need) {
+		err = -ERANGE;
+		goto out_put;
+	}
+	buf = kvzalloc(need, GFP_KERNEL);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out_put;
+	}
+	out = (struct plabel_label *)buf;
+	p = buf + set->count * sizeof(*out);
+	for (i = 0; i < set->count; i++) {
+		const struct plabel_label_k *l = &set->labels[i];
+
+		out[i].key = args->buf + (p - buf);
+		out[i].key_len = l->key_len;
+		memcpy(p, l->key, l->key_len + 1);
+		p += l->key_len + 1;
+		out[i].value = args->buf + (p - buf);
+		out[i].value_len = l->value_len;
+		memcpy(p, l->value, l->value_len + 1);
+		p += l->value_len + 1;
+	}
+	if (copy_to_user(u64_to_user_ptr(args->buf), buf, need))
+		err = -EFAULT;
+	kvfree(buf);
+out_put:
+	plabel_set_put(set);
+	return err;
+}
+
+/* Tracepoint probes: preemption is disabled, current is the actor. */
+
+static void plabel_probe_newtask(void *data, struct task_struct *child,
+				 unsigned long clone_flags)
+{
+	struct plabel_set *set = NULL;
+	struct plabel_task *parent;
+	u64 slot = 0;
+
+	parent = plabel_task_find_current();
+	if (parent) {
+		set = plabel_task_effective(parent, false);
+		if (!(clone_flags & CLONE_VM))
+			slot = READ_ONCE(parent->slot);
+	}
+	if ((set || slot) &&
+	    IS_ERR(plabel_task_alloc(child, slot, set,
+				     GFP_ATOMIC | __GFP_NOWARN)))
+		atomic_inc(&plabel_inherit_failed);
+	plabel_session_on_clone(child, clone_flags, set);
+	plabel_set_put(set);
+}
+
+static void plabel_probe_exec(void *data, struct task_struct *p,
+			      pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct plabel_task *e = plabel_task_find_current();
+
+	/* The slot was in the old address space; the kernel-stored set stays. */
+	if (e) {
+		WRITE_ONCE(e->slot, 0);
+		plabel_task_maybe_drop(e);
+	}
+	plabel_session_on_exec();
+}
+
+static void plabel_probe_exit(void *data, struct task_struct *p)
+{
+	struct plabel_task *e = plabel_task_find_current();
+
+	if (e)
+		plabel_task_remove(e);
+}
+
+struct plabel_probe {
+	const char *name;
+	void *func;
+	struct tracepoint *tp;
+	bool registered;
+};
+
+/* Registered in this order (exit first), unregistered in reverse. */
+static struct plabel_probe plabel_probes[] = {
+	{ .name = "sched_process_exit", .func = plabel_probe_exit },
+	{ .name = "sched_process_exec", .func = plabel_probe_exec },
+	{ .name = "task_newtask", .func = plabel_probe_newtask },
+};
+
+static void plabel_find_tracepoint(struct tracepoint *tp, void *priv)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(plabel_probes); i++)
+		if (!strcmp(tp->name, plabel_probes[i].name))
+			plabel_probes[i].tp = tp;
+}
+
+static void plabel_probes_unregister(void)
+{
+	int i;
+
+	for (i = ARRAY_SIZE(plabel_probes) - 1; i >= 0; i--) {
+		struct plabel_probe *p = &plabel_probes[i];
+
+		if (p->registered)
+			WARN_ON_ONCE(tracepoint_probe_unregister(p->tp, p->func,
+								 NULL));
+		p->registered = false;
+	}
+	tracepoint_synchronize_unregister();
+}
+
+static int plabel_probes_register(void)
+{
+	int i, err;
+
+	for_each_kernel_tracepoint(plabel_find_tracepoint, NULL);
+	for (i = 0; i < ARRAY_SIZE(plabel_probes); i++) {
+		struct plabel_probe *p = &plabel_probes[i];
+
+		if (!p->tp) {
+			pr_err("plabel: tracepoint %s not found\n", p->name);
+			err = -ENOENT;
+			goto err_unregister;
+		}
+		err = tracepoint_probe_register(p->tp, p->func, NULL);
+		if (err)
+			goto err_unregister;
+		p->registered = true;
+	}
+	return 0;
+
+err_unregister:
+	plabel_probes_unregister();
+	return err;
+}
+
+static void plabel_task_free(void *ptr, void *arg)
+{
+	struct plabel_task *e = ptr;
+
+	plabel_set_put(rcu_dereference_protected(e->set, true));
+	atomic_long_dec(&plabel_nr_tasks);
+	kfree_rcu(e, rcu);
+}
+
+int plabel_task_init(void)
+{
+	int err;
+
+	err = rhashtable_init(&plabel_tasks, &plabel_task_params);
+	if (err)
+		return err;
+	err = plabel_probes_register();
+	if (err)
+		goto err_table;
+	if (plabel_debugfs_dir)
+		debugfs_create_atomic_t("inherit_failed", 0444,
+					plabel_debugfs_dir,
+					&plabel_inherit_failed);
+	return 0;
+
+err_table:
+	rhashtable_destroy(&plabel_tasks);
+	return err;
+}
+
+/*
+ * Module exit: no file is open, so no ioctl or session runs; once the
+ * probes are gone nothing else touches the table.
+ */
+void plabel_task_exit(void)
+{
+	plabel_probes_unregister();
+	rhashtable_free_and_destroy(&plabel_tasks, plabel_task_free, NULL);
+}
