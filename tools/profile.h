@@ -7,6 +7,8 @@
  * ids written to the file (1, 2, ...); 0 means "none" (or failure, for the
  * functions returning an id). Strings passed in are copied; strings handed
  * out point into the profile and live until plabel_prof_free().
+ * The builder calls (mapping, location, sample) work on profiles made by
+ * plabel_prof_new(); on a profile read from a file they fail.
  *
  * Sample values by kind:
  *   PLABEL_PROF_CPU           samples/count, cpu/nanoseconds;
