@@ -1,1 +1,71 @@
 # SPDX-License-Identifier: GPL-2.0
+#
+# libplabel: $(B)/lib/libplabel.so.1.0.0 (+ .so.1, .so links), libplabel.a,
+# plabel.pc; the ABI check host test; the label-cost benchmark; install.
+
+PLABEL_LIB_VERSION	:= 1.0.0
+PLABEL_LIB_SONAME	:= libplabel.so.1
+LIB_DIR			:= $(B)/lib
+LIB_SRCS		:= libplabel/labels.c libplabel/thread.c
+LIB_HDRS		:= libplabel/plabel.h libplabel/internal.h \
+			   include/uapi/plabel_uapi.h
+LIB_OBJS		:= $(patsubst libplabel/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
+LIB_CFLAGS		= $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ilibplabel
+LIB_SO			:= $(LIB_DIR)/libplabel.so.$(PLABEL_LIB_VERSION)
+LIB_A			:= $(LIB_DIR)/libplabel.a
+LIB_PC			:= $(LIB_DIR)/plabel.pc
+LIBDIR			?= $(PREFIX)/lib
+
+$(LIB_DIR)/obj/%.o: libplabel/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+$(LIB_SO): $(LIB_OBJS) libplabel/libplabel.map
+	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,-soname,$(PLABEL_LIB_SONAME) \
+		-Wl,--version-script=libplabel/libplabel.map \
+		-Wl,-z,defs -Wl,-z,relro -Wl,-z,now $(LDFLAGS) -lpthread
+	ln -sf $(notdir $@) $(LIB_DIR)/$(PLABEL_LIB_SONAME)
+	ln -sf $(PLABEL_LIB_SONAME) $(LIB_DIR)/libplabel.so
+
+$(LIB_A): $(LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIB_PC): libplabel/plabel.pc.in libplabel/build.mk
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@VERSION@|$(PLABEL_LIB_VERSION)|' $< > $@
+
+libplabel: $(LIB_SO) $(LIB_A) $(LIB_PC)
+.PHONY: libplabel bench-labels
+
+ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC)
+
+# Tests link the static library (VM tests then need nothing installed).
+TEST_DEPS	+= $(LIB_A)
+TEST_LDLIBS	+= $(LIB_A) -lpthread
+# Tests include <plabel.h> as applications do.
+$(B)/tests/%: ALL_CFLAGS += -Ilibplabel
+
+# The ABI check is a shell test, installed next to the C host tests.
+LIB_ABI_CHECK	:= $(B)/tests/unit/lib_abi_check
+$(LIB_ABI_CHECK): tests/unit/lib_abi_check.sh $(LIB_SO)
+	@mkdir -p $(@D)
+	cp $< $@
+	chmod +x $@
+HOST_TESTS	+= $(LIB_ABI_CHECK)
+ALL_TARGETS	+= $(LIB_ABI_CHECK)
+
+include bench/label.mk
+
+install: $(LIB_SO) $(LIB_A) $(LIB_PC)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include/plabel \
+		$(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(PLABEL_LIB_SONAME)
+	ln -sf $(PLABEL_LIB_SONAME) $(DESTDIR)$(LIBDIR)/libplabel.so
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 libplabel/plabel.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 include/uapi/plabel_uapi.h \
+		$(DESTDIR)$(PREFIX)/include/plabel/
+	install -m 0644 $(LIB_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/*
+ * libplabel: key/value labels for the calling thread, seen by the plabel
+ * kernel module in every CPU sample and thread-creation record it takes.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on
+ * failure, except plabel_labels_new() (NULL and errno) and
+ * plabel_labels_free(). The library never prints.
+ *
+ * When /dev/plabel cannot be opened the library keeps labels in the
+ * process only: plabel_available() returns 0 and everything else behaves
+ * the same, but nothing is sampled.
+ *
+ * Async-signal safety: plabel_switch(), plabel_get() and plabel_available()
+ * may be called from a signal handler once the calling thread has made a
+ * label call (any function below but plabel_labels_new/free) outside the
+ * handler. plabel_clear() and plabel_switch(NULL) are async-signal-safe on
+ * the same condition. plabel_set(), plabel_do(), plabel_labels_new() and
+ * plabel_labels_free() are not (they may allocate and take a mutex).
+ * Every function is thread-safe.
+ *
+ * Documentation/library.rst has the full reference and the ABI policy.
+ */
+#ifndef PLABEL_H
+#define PLABEL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef PLABEL_API
+#define PLABEL_API __attribute__((visibility("default")))
+#endif
+
+/**
+ * struct plabel_kv - one label
+ * @key: NUL-terminated key, 1 to max_key_len bytes (sysctl
+ *	 kernel.plabel.max_key_len, at most 255)
+ * @value: NUL-terminated value, 0 to max_value_len bytes (sysctl
+ *	   kernel.plabel.max_value_len, at most 4096)
+ */
+struct plabel_kv {
+	const char *key;
+	const char *value;
+};
+
+/**
+ * struct plabel_labels - an interned label set (opaque)
+ *
+ * Made by plabel_labels_new(), attached to a thread with plabel_switch(),
+ * released with plabel_labels_free(). Equal contents give the same set.
+ */
+struct plabel_labels;
+
+/**
+ * plabel_set() - replace the calling thread's labels
+ * @kvs: the labels, in any order
+ * @n: number of labels; 0 clears (@kvs may then be NULL)
+ *
+ * A set never used before costs one system call; later calls with the same
+ * labels find the set in a per-thread cache without locking or allocating.
+ *
+ * Return: 0; -EINVAL for NULL @kvs with @n > 0, a NULL key or value, an
+ * empty key or a key given twice; -E2BIG for more labels or a longer key or
+ * value than the limits allow; -EDQUOT when the kernel's per-user quota is
+ * used up; -ENOMEM. On error the thread's labels are unchanged.
+ *
+ * Not async-signal-safe.
+ */
+PLABEL_API int plabel_set(const struct plabel_kv *kvs, size_t n);
+
+/**
+ * plabel_clear() - remove all labels of the calling thread
+ *
+ * Also clears labels the thread inherited from its creator.
+ *
+ * Return: 0, or a negative errno from the kernel.
+ *
+ * Async-signal-safe once the thread has made a label call.
+ */
+PLABEL_API int plabel_clear(void);
+
+/**
+ * plabel_get() - read the calling thread's labels
+ * @out: array receiving up to @cap labels, sorted by key (may be NULL
+ *	 when @cap is 0)
+ * @cap: its capacity
+ *
+ * The strings belong to the library and stay valid until the calling
+ * thread's labels change (when they come from a set made by
+ * plabel_labels_new(), until that set is freed too). A thread's first call
+ * includes the labels it inherited from its creator.
+ *
+ * Return: the number of labels the thread has (may exceed @cap), or
+ * -EINVAL for NULL @out with @cap > 0.
+ *
+ * Async-signal-safe once the thread has made a label call.
+ */
+PLABEL_API int plabel_get(struct plabel_kv *out, size_t cap);
+
+/**
+ * plabel_do() - run a function with labels added, like Go's pprof.Do
+ * @kvs: labels to merge into the thread's current ones (a key given
+ *	 replaces the current value of that key)
+ * @n: number of labels (0: run @fn with the current labels)
+ * @fn: the function to run
+ * @arg: its argument
+ *
+ * Runs @fn(@arg) exactly once when @fn is not NULL, with the merged labels
+ * when they are valid and with the current labels otherwise, then restores
+ * the labels the thread had before the call. Calls nest. A repeated call
+ * with the same @kvs on top of the same labels allocates nothing and makes
+ * no system call. @fn must return normally (no longjmp() out of it, no
+ * thread cancellation inside it).
+ *
+ * Return: 0 when @fn ran with the merged labels; -EINVAL for a NULL @fn (not
+ * run) or invalid @kvs, -E2BIG, -EDQUOT, -ENOMEM as for plabel_set() (@fn
+ * ran with the labels unchanged).
+ *
+ * Not async-signal-safe.
+ */
+PLABEL_API int plabel_do(const struct plabel_kv *kvs, size_t n,
+			 void (*fn)(void *), void *arg);
+
+/**
+ * plabel_labels_new() - intern a label set for plabel_switch()
+ * @kvs: the labels, in any order
+ * @n: number of labels (0 gives the empty set)
+ *
+ * Return: the set, holding one reference that plabel_labels_free()
+ * releases; NULL with errno set (EINVAL, E2BIG, EDQUOT, ENOMEM) on error.
+ *
+ * Not async-signal-safe.
+ */
+PLABEL_API struct plabel_labels *plabel_labels_new(const struct plabel_kv *kvs,
+						   size_t n);
+
+/**
+ * plabel_switch() - make a set the calling thread's labels
+ * @l: the set, or NULL to clear
+ *
+ * A store into the thread's registered slot: no system call, no lock, no
+ * allocation (except the thread's first label call, and a clear of labels
+ * inherited from the creator, which costs one system call once). @l must
+ * stay alive (not passed to plabel_labels_free()) while any thread is
+ * switched to it.
+ *
+ * Return: 0, or a negative errno when the thread's first label call fails.
+ *
+ * Async-signal-safe once the thread has made a label call.
+ */
+PLABEL_API int plabel_switch(const struct plabel_labels *l);
+
+/**
+ * plabel_labels_free() - release a set made by plabel_labels_new()
+ * @l: the set (NULL is ignored)
+ *
+ * Not async-signal-safe.
+ */
+PLABEL_API void plabel_labels_free(struct plabel_labels *l);
+
+/**
+ * plabel_available() - whether labels reach the kernel module
+ *
+ * Return: 1 when /dev/plabel is in use, 0 when the library keeps labels in
+ * the process only. Decided once per process, at the first call of any
+ * function.
+ *
+ * Async-signal-safe once any label call has returned in the process.
+ */
+PLABEL_API int plabel_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLABEL_H */
