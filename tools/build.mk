@@ -1,1 +1,61 @@
 # SPDX-License-Identifier: GPL-2.0
+#
+# The plabel command: $(B)/bin/plabel from tools/*.c and the generated
+# profile.proto code. Everything but main.c also goes into
+# $(B)/tools/libplabeltool.a, which the host tests link. The e2e test
+# programs (tests/e2e/progs/*.c) are built here too, for the VM tests.
+
+TOOLS_SRCS	:= $(sort $(wildcard tools/*.c))
+TOOLS_HDRS	:= $(wildcard tools/*.h) include/uapi/plabel_uapi.h
+TOOLS_OBJS	:= $(patsubst tools/%.c,$(B)/tools/%.o,$(TOOLS_SRCS))
+TOOLS_LIB_OBJS	:= $(filter-out $(B)/tools/main.o,$(TOOLS_OBJS))
+TOOLS_LIB	:= $(B)/tools/libplabeltool.a
+TOOLS_LDLIBS	:= $(PROTO_LDLIBS) -lprotobuf-c -lz -ldw -lelf \
+		   -lunwind-x86_64 -lunwind -lpthread
+PLABEL_BIN	:= $(B)/bin/plabel
+
+$(B)/tools/%.o: tools/%.c $(TOOLS_HDRS) $(PROTO_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itools -c -o $@ $<
+
+$(TOOLS_LIB): $(TOOLS_LIB_OBJS) $(PROTO_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(PLABEL_BIN): $(B)/tools/main.o $(TOOLS_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
+
+# report.c (plabel_cmd_report) comes with the pprof reader.
+ifneq ($(wildcard tools/report.c),)
+ALL_TARGETS	+= $(PLABEL_BIN)
+endif
+
+TEST_DEPS	+= $(TOOLS_LIB)
+TEST_LDLIBS	+= $(TOOLS_LIB) $(TOOLS_LDLIBS)
+
+# kselftest_harness.h compares its (expected, seen) pairs as they come.
+$(B)/tests/unit/tools_%: ALL_CFLAGS += -Wno-sign-compare
+
+# The unwind test's call chain, compiled without frame pointers so only
+# .eh_frame can unwind it.
+TEST_DEPS_tools_unwind_test	+= $(B)/tests/unit/unwind_chain.o
+TEST_LDLIBS_tools_unwind_test	+= $(B)/tests/unit/unwind_chain.o
+$(B)/tests/unit/unwind_chain.o: tests/unit/tools/unwind_chain.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fomit-frame-pointer -O1 -c -o $@ $<
+
+# End-to-end test programs, run inside the VM by tests/e2e/*.sh. The
+# -fomit-frame-pointer one exercises `-g dwarf`.
+E2E_SRCS	:= $(sort $(wildcard tests/e2e/progs/*.c))
+E2E_BINS	:= $(patsubst tests/e2e/progs/%.c,$(B)/tests/e2e/%,$(E2E_SRCS))
+E2E_CFLAGS	= $(ALL_CFLAGS) -Ilibplabel -O1
+E2E_CFLAGS_nofp	:= -fomit-frame-pointer
+
+$(B)/tests/e2e/%: tests/e2e/progs/%.c $(wildcard tests/e2e/progs/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(E2E_CFLAGS) $(E2E_CFLAGS_$*) -o $@ $< $(LIB_A) -lpthread
+
+ALL_TARGETS	+= $(E2E_BINS)
+
+-include fuzz/*.mk

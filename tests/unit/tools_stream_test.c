@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The record stream decoder (tools/stream.c) on valid, truncated, oversize
+ * and otherwise malformed input, and the aggregation of a synthetic stream
+ * into CPU and thread-create profiles (tools/collect.c), read back through
+ * the profile encoder/decoder.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest/kselftest_harness.h"
+
+#include "../../tools/collect.h"
+#include "../../tools/profile.h"
+#include "../../tools/stream.h"
+
+struct sbuf {
+	uint8_t data[65536];
+	size_t len;
+};
+
+static void *sb_rec(struct sbuf *b, uint32_t type, size_t size)
+{
+	struct plabel_rec_header *h;
+	size_t padded = (size + 7) & ~7UL;
+
+	h = (void *)(b->data + b->len);
+	memset(h, 0, padded);
+	h->type = type;
+	h->size = padded;
+	b->len += padded;
+	return h;
+}
+
+static void sb_stream(struct sbuf *b, uint64_t period)
+{
+	struct plabel_rec_stream *s = sb_rec(b, PLABEL_REC_STREAM, sizeof(*s));
+
+	s->version = PLABEL_REC_VERSION;
+	s->callchain = PLABEL_CALLCHAIN_FP;
+	s->period_ns = period;
+	s->ncpus = 2;
+}
+
+/* kvs: "k1", "v1", "k2", "v2", ..., n pairs */
+static void sb_labelset(struct sbuf *b, uint64_t id, const char *const *kvs,
+			uint32_t n)
+{
+	size_t size = sizeof(struct plabel_rec_labelset) +
+		      n * sizeof(struct plabel_rec_label), i;
+	struct plabel_rec_labelset *ls;
+	struct plabel_rec_label *l;
+	char *p;
+
+	for (i = 0; i < 2 * n; i++)
+		size += strlen(kvs[i]);
+	ls = sb_rec(b, PLABEL_REC_LABELSET, size);
+	ls->id = id;
+	ls->count = n;
+	l = (void *)(ls + 1);
+	p = (char *)(l + n);
+	for (i = 0; i < n; i++) {
+		l[i].key_len = strlen(kvs[2 * i]);
+		l[i].value_len = strlen(kvs[2 * i + 1]);
+		memcpy(p, kvs[2 * i], l[i].key_len);
+		p += l[i].key_len;
+		memcpy(p, kvs[2 * i + 1], l[i].value_len);
+		p += l[i].value_len;
+	}
+}
+
+static struct plabel_rec_sample *sb_sample(struct sbuf *b, uint32_t type,
+					   uint64_t set, uint32_t pid,
+					   const uint64_t *ips, uint16_t nk,
+					   uint16_t nu)
+{
+	size_t size = sizeof(struct plabel_rec_sample) +
+		      (nk + nu) * sizeof(uint64_t);
+	struct plabel_rec_sample *s = sb_rec(b, type, size);
+
+	s->time_ns = 1000;
+	s->set_id = set;
+	s->pid = pid;
+	s->tid = pid + 1;
+	s->flags = nk ? 0 : PLABEL_SAMPLE_USER;
+	s->nr_kernel = nk;
+	s->nr_user = nu;
+	memcpy(s + 1, ips, (nk + nu) * sizeof(uint64_t));
+	return s;
+}
+
+static void sb_lost(struct sbuf *b, uint64_t n)
+{
+	struct plabel_rec_lost *l = sb_rec(b, PLABEL_REC_LOST, sizeof(*l));
+
+	l->lost = n;
+}
+
+static void sb_mmap(struct sbuf *b, uint32_t pid, uint64_t start,
+		    uint64_t end, uint64_t off, const char *path)
+{
+	size_t pl = strlen(path);
+	struct plabel_rec_mmap *m = sb_rec(b, PLABEL_REC_MMAP,
+					   sizeof(*m) + pl);
+
+	m->pid = pid;
+	m->path_len = pl;
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	memcpy(m + 1, path, pl);
+}
+
+static int decode_all(const void *buf, size_t len, int *count)
+{
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_dec d;
+	int ret;
+
+	*count = 0;
+	plabel_dec_init(&d, buf, len);
+	while ((ret = plabel_dec_next(&d, r)) > 0)
+		(*count)++;
+	free(r);
+	return ret;
+}
+
+static const char *const kv_a[] = { "worker", "alpha", "tenant", "acme" };
+static const char *const kv_b[] = { "worker", "beta" };
+
+TEST(decode_valid)
+{
+	static struct sbuf b;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	uint64_t ips[3] = { 0xffffffff81000010ULL, 0x401000, 0x401100 };
+	struct plabel_dec d;
+
+	b.len = 0;
+	sb_stream(&b, 1000000);
+	sb_labelset(&b, 7, kv_a, 2);
+	sb_sample(&b, PLABEL_REC_SAMPLE, 7, 42, ips, 1, 2);
+	sb_lost(&b, 5);
+	sb_mmap(&b, 42, 0x400000, 0x402000, 0, "/bin/true");
+
+	plabel_dec_init(&d, b.data, b.len);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(PLABEL_REC_STREAM, r->type);
+	EXPECT_EQ(1000000, r->u.stream.period_ns);
+
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	ASSERT_EQ(PLABEL_REC_LABELSET, r->type);
+	EXPECT_EQ(7, r->u.labelset.id);
+	ASSERT_EQ(2, r->u.labelset.count);
+	EXPECT_EQ(6, r->u.labelset.labels[0].key.len);
+	EXPECT_EQ(0, memcmp("worker", r->u.labelset.labels[0].key.ptr, 6));
+	EXPECT_EQ(0, memcmp("alpha", r->u.labelset.labels[0].value.ptr, 5));
+	EXPECT_EQ(0, memcmp("acme", r->u.labelset.labels[1].value.ptr, 4));
+
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	ASSERT_EQ(PLABEL_REC_SAMPLE, r->type);
+	EXPECT_EQ(42, r->u.sample.hdr.pid);
+	EXPECT_EQ(1, r->u.sample.hdr.nr_kernel);
+	EXPECT_EQ(2, r->u.sample.hdr.nr_user);
+	EXPECT_EQ(ips[0], plabel_dec_ip(r, 0));
+	EXPECT_EQ(ips[2], plabel_dec_ip(r, 2));
+	EXPECT_EQ(0, r->u.sample.has_regs);
+
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	ASSERT_EQ(PLABEL_REC_LOST, r->type);
+	EXPECT_EQ(5, r->u.lost.lost);
+
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	ASSERT_EQ(PLABEL_REC_MMAP, r->type);
+	EXPECT_EQ(9, r->u.mmap.path.len);
+	EXPECT_EQ(0, memcmp("/bin/true", r->u.mmap.path.ptr, 9));
+
+	EXPECT_EQ(0, plabel_dec_next(&d, r));
+	free(r);
+}
+
+TEST(decode_regs_and_stack)
+{
+	static struct sbuf b;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_rec_sample *s;
+	uint64_t regs[PLABEL_REGS_NR], *p;
+	struct plabel_dec d;
+	int i;
+
+	b.len = 0;
+	for (i = 0; i < PLABEL_REGS_NR; i++)
+		regs[i] = 100 + i;
+	s = sb_rec(&b, PLABEL_REC_SAMPLE, sizeof(*s) + 8 + sizeof(regs) + 64);
+	s->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
+	s->nr_user = 1;
+	s->stack_size = 64;
+	p = (uint64_t *)(s + 1);
+	p[0] = 0x1234;
+	memcpy(p + 1, regs, sizeof(regs));
+	memset(p + 1 + PLABEL_REGS_NR, 0xab, 64);
+
+	plabel_dec_init(&d, b.data, b.len);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(1, r->u.sample.has_regs);
+	EXPECT_EQ(0x1234, plabel_dec_ip(r, 0));
+	EXPECT_EQ(100 + PLABEL_REG_RIP, r->u.sample.regs[PLABEL_REG_RIP]);
+	EXPECT_EQ(0xab, r->u.sample.stack[63]);
+
+	/* a stack larger than the record */
+	s->stack_size = 72;
+	plabel_dec_init(&d, b.data, b.len);
+	EXPECT_EQ(-EBADMSG, plabel_dec_next(&d, r));
+	free(r);
+}
+
+TEST(decode_unknown_type_skipped)
+{
+	static struct sbuf b;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_dec d;
+
+	b.len = 0;
+	sb_rec(&b, 999, 40);
+	sb_lost(&b, 3);
+	plabel_dec_init(&d, b.data, b.len);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(999, r->type);
+	EXPECT_EQ(40, r->size);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(PLABEL_REC_LOST, r->type);
+	EXPECT_EQ(3, r->u.lost.lost);
+	EXPECT_EQ(0, plabel_dec_next(&d, r));
+	free(r);
+}
+
+TEST(decode_truncated_everywhere)
+{
+	static struct sbuf b;
+	uint64_t ips[2] = { 0x401000, 0x401100 };
+	size_t cut, bounds[8], nb = 0, i;
+	int count, ret;
+
+	b.len = 0;
+	sb_stream(&b, 1000000);
+	bounds[nb++] = b.len;
+	sb_labelset(&b, 7, kv_a, 2);
+	bounds[nb++] = b.len;
+	sb_sample(&b, PLABEL_REC_SAMPLE, 7, 42, ips, 0, 2);
+	bounds[nb++] = b.len;
+	sb_mmap(&b, 42, 0x400000, 0x402000, 0, "/usr/bin/something");
+	bounds[nb++] = b.len;
+
+	/* every cut: whole records decode, a partial one is an error */
+	for (cut = 0; cut <= b.len; cut++) {
+		uint8_t *copy = malloc(cut ? cut : 1);
+		int on_bound = cut == 0;
+
+		memcpy(copy, b.data, cut);
+		ret = decode_all(copy, cut, &count);
+		for (i = 0; i < nb; i++)
+			if (bounds[i] == cut)
+				on_bound = 1;
+		if (on_bound) {
+			EXPECT_EQ(0, ret);
+		} else {
+			EXPECT_EQ(-EBADMSG, ret);
+		}
+		free(copy);
+	}
+}
+
+TEST(decode_bad_sizes)
+{
+	static struct sbuf b;
+	struct plabel_rec_header *h;
+	int count;
+
+	/* size larger than the buffer */
+	b.len = 0;
+	h = sb_rec(&b, PLABEL_REC_LOST, sizeof(struct plabel_rec_lost));
+	h->size = 4096;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	/* size not a multiple of 8 */
+	h->size = 20;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	/* size smaller than a header: would loop forever if accepted */
+	h->size = 0;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	/* a known type shorter than its fixed part */
+	h->size = 16;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	EXPECT_EQ(0, count);
+}
+
+TEST(decode_bad_counts)
+{
+	static struct sbuf b;
+	struct plabel_rec_labelset *ls;
+	struct plabel_rec_label *l;
+	struct plabel_rec_sample *s;
+	struct plabel_rec_mmap *m;
+	uint64_t ips[2] = { 1, 2 };
+	int count;
+
+	b.len = 0;
+	sb_labelset(&b, 7, kv_a, 2);
+	ls = (void *)b.data;
+	ls->count = 65;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	ls->count = 1000000;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	ls->count = 2;
+	l = (void *)(ls + 1);
+	l[1].value_len = 1000;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	l[1].value_len = 4;
+	l[0].key_len = 0;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	l[0].key_len = 6;
+	EXPECT_EQ(0, decode_all(b.data, b.len, &count));
+	EXPECT_EQ(1, count);
+
+	b.len = 0;
+	s = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 1, ips, 0, 2);
+	s->nr_user = 3;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	s->nr_user = 0xffff;
+	s->nr_kernel = 0xffff;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	s->nr_kernel = 0;
+	s->nr_user = 2;
+	s->stack_size = 8;	/* a stack without PLABEL_SAMPLE_REGS */
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	s->flags |= PLABEL_SAMPLE_REGS;	/* regs flagged but missing */
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+
+	b.len = 0;
+	sb_mmap(&b, 1, 0x1000, 0x2000, 0, "/x");
+	m = (void *)b.data;
+	m->path_len = 100;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+	m->path_len = 2;
+	m->end = m->start;
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
+}
+
+/* A function of this binary to find in the profile. */
+__attribute__((noinline)) int plabel_test_target(int x);
+__attribute__((noinline)) int plabel_test_target(int x)
+{
+	return x * 3 + 1;
+}
+
+static const struct plabel_prof_label *find_label(
+	const struct plabel_prof_sample_info *si, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < si->nlabels; i++)
+		if (!strcmp(si->labels[i].key, key))
+			return &si->labels[i];
+	return NULL;
+}
+
+TEST(aggregate_profiles)
+{
+	static struct sbuf b;
+	struct plabel_prof *cpu, *tc, *back;
+	struct plabel_collect_stats st;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	uint64_t fn = (uintptr_t)plabel_test_target;
+	uint64_t ips[2] = { fn + 1, 0 };
+	int64_t alpha = 0, beta = 0, nanos = 0;
+	const char *err = NULL;
+	uint8_t *enc;
+	size_t n, i, enclen;
+	int found = 0;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+
+	b.len = 0;
+	sb_stream(&b, 2000000);
+	/* samples before their label sets: another CPU's ring was later */
+	for (i = 0; i < 3; i++)
+		sb_sample(&b, PLABEL_REC_SAMPLE, 7, 4242, ips, 0, 1);
+	sb_sample(&b, PLABEL_REC_SAMPLE, 9, 4242, ips, 0, 1);
+	sb_sample(&b, PLABEL_REC_THREAD, 9, 4242, ips, 0, 1);
+	sb_mmap(&b, 4242, m->start, m->end, m->offset, m->path);
+	sb_labelset(&b, 7, kv_a, 2);
+	sb_labelset(&b, 9, kv_b, 1);
+	sb_labelset(&b, 9, kv_b, 1);	/* repeats are fine */
+	sb_lost(&b, 2);
+	sb_lost(&b, 3);
+	sb_rec(&b, 77, 24);		/* unknown */
+	plabel_maps_free(maps, n);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(4, st.samples);
+	EXPECT_EQ(1, st.threads);
+	EXPECT_EQ(2, st.labelsets);
+	EXPECT_EQ(5, st.lost);
+	ASSERT_EQ(0, plabel_collect_finish(c, 1, 2, &cpu, &tc));
+
+	/* through the wire format and back */
+	ASSERT_EQ(0, plabel_prof_encode(cpu, &enc, &enclen));
+	ASSERT_EQ(0, plabel_prof_decode(enc, enclen, &back, &err));
+	free(enc);
+	EXPECT_EQ(2000000, plabel_prof_period(back));
+	for (i = 0; i < plabel_prof_num_samples(back); i++) {
+		const struct plabel_prof_label *w;
+
+		plabel_prof_get_sample(back, i, &si);
+		w = find_label(&si, "worker");
+		ASSERT_NE(NULL, w);
+		if (!strcmp(w->value, "alpha")) {
+			alpha += si.values[0];
+			ASSERT_NE(NULL, find_label(&si, "tenant"));
+			EXPECT_STREQ("acme", find_label(&si, "tenant")->value);
+		} else {
+			EXPECT_STREQ("beta", w->value);
+			EXPECT_EQ(NULL, find_label(&si, "tenant"));
+			beta += si.values[0];
+		}
+		nanos += si.values[1];
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(back, si.loc_ids[0],
+						       &li));
+		EXPECT_EQ(fn + 1, li.address);
+		ASSERT_LE(1, li.nlines);
+		EXPECT_STREQ("plabel_test_target",
+			     li.lines[li.nlines - 1].function);
+	}
+	EXPECT_EQ(3, alpha);
+	EXPECT_EQ(1, beta);
+	EXPECT_EQ(4 * 2000000, nanos);
+	for (i = 0; i < plabel_prof_num_comments(back); i++)
+		if (!strcmp(plabel_prof_comment(back, i), "lost records: 5"))
+			found = 1;
+	EXPECT_EQ(1, found);
+	plabel_prof_free(back);
+
+	ASSERT_EQ(1, plabel_prof_num_samples(tc));
+	plabel_prof_get_sample(tc, 0, &si);
+	EXPECT_EQ(1, si.values[0]);
+	ASSERT_NE(NULL, find_label(&si, "worker"));
+	EXPECT_STREQ("beta", find_label(&si, "worker")->value);
+
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
+TEST(aggregate_unresolved_set_is_visible)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_collect *c;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t ips[1] = { 0x1000 };
+
+	b.len = 0;
+	sb_sample(&b, PLABEL_REC_SAMPLE, 12345, 1, ips, 0, 1);
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
+	plabel_prof_get_sample(cpu, 0, &si);
+	ASSERT_EQ(1, si.nlabels);
+	EXPECT_STREQ("plabel_unresolved_set", si.labels[0].key);
+	EXPECT_STREQ("12345", si.labels[0].value);
+	EXPECT_EQ(0, plabel_prof_num_samples(tc));
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
+TEST(collect_stops_at_corrupt_buffer)
+{
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_collect *c;
+	struct plabel_rec_header *h;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t ips[1] = { 0x1000 };
+
+	b.len = 0;
+	sb_sample(&b, PLABEL_REC_SAMPLE, 0, 1, ips, 0, 1);
+	h = sb_rec(&b, PLABEL_REC_SAMPLE, 64);
+	h->size = 1 << 20;
+	sb_sample(&b, PLABEL_REC_SAMPLE, 0, 1, ips, 0, 1);
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(-EBADMSG, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(1, st.samples);
+	EXPECT_EQ(1, st.bad);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
+TEST_HARNESS_MAIN

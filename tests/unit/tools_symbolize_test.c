@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Symbolization (tools/symbolize.c) of this test binary itself (built with
+ * -g): function names, source file and line of known code, an inlined
+ * frame expanded into its caller, build ids, a libc function through its
+ * symbol table, and the kernel through /proc/kallsyms.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest/kselftest_harness.h"
+
+#include "../../tools/symbolize.h"
+
+__attribute__((noinline)) void *plabel_sym_ra(void);
+__attribute__((noinline)) void *plabel_sym_ra(void)
+{
+	void *ra = __builtin_return_address(0);
+
+	asm volatile("" : : "r"(ra) : "memory");
+	return ra;
+}
+
+static int plabel_sym_line;
+
+static inline __attribute__((always_inline)) void *plabel_sym_inlined(void)
+{
+	void *ra;
+
+	plabel_sym_line = __LINE__; ra = plabel_sym_ra();
+	asm volatile("" : : "r"(ra) : "memory");
+	return ra;
+}
+
+static int plabel_sym_outer_line;
+
+__attribute__((noinline)) void *plabel_sym_outer(void);
+__attribute__((noinline)) void *plabel_sym_outer(void)
+{
+	void *ra;
+
+	plabel_sym_outer_line = __LINE__; ra = plabel_sym_inlined();
+	asm volatile("" : : "r"(ra) : "memory");
+	return ra;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a, b;
+
+	if (!s)
+		return 0;
+	a = strlen(s);
+	b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Symbolize a runtime address of this process. */
+static int sym_self(struct plabel_syms *syms, uint64_t addr,
+		    struct plabel_sym_frame *fr, const char **build_id)
+{
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	uint64_t bias;
+	size_t n;
+	int ret = -ENOENT;
+
+	if (plabel_maps_read_proc(syms, getpid(), &maps, &n))
+		return -EIO;
+	m = plabel_maps_find(maps, n, addr);
+	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset,
+					    &bias)) {
+		if (build_id)
+			*build_id = plabel_elf_build_id(m->elf);
+		ret = plabel_elf_symbolize(m->elf, addr - bias, fr,
+					   PLABEL_SYM_MAX_FRAMES);
+	}
+	plabel_maps_free(maps, n);
+	return ret;
+}
+
+TEST(function_file_line_inlined)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	struct plabel_syms *syms = plabel_syms_new();
+	const char *bid = NULL;
+	uint64_t ra = (uintptr_t)plabel_sym_outer();
+	int n;
+
+	ASSERT_NE(NULL, syms);
+	/* the call instruction is just before the return address */
+	n = sym_self(syms, ra - 1, fr, &bid);
+	ASSERT_EQ(2, n);
+	EXPECT_STREQ("plabel_sym_inlined", fr[0].function);
+	EXPECT_TRUE(ends_with(fr[0].file, "tests/unit/tools_symbolize_test.c"));
+	EXPECT_EQ(plabel_sym_line, fr[0].line);
+	EXPECT_STREQ("plabel_sym_outer", fr[1].function);
+	EXPECT_TRUE(ends_with(fr[1].file, "tests/unit/tools_symbolize_test.c"));
+	EXPECT_EQ(plabel_sym_outer_line, fr[1].line);
+	/* gcc and ld give every binary a GNU build id */
+	ASSERT_NE(NULL, bid);
+	EXPECT_EQ(40, strlen(bid));
+	plabel_syms_free(syms);
+}
+
+TEST(function_entry)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	struct plabel_syms *syms = plabel_syms_new();
+	int n;
+
+	n = sym_self(syms, (uintptr_t)plabel_sym_ra, fr, NULL);
+	ASSERT_LE(1, n);
+	EXPECT_STREQ("plabel_sym_ra", fr[n - 1].function);
+	EXPECT_TRUE(ends_with(fr[0].file, "tools_symbolize_test.c"));
+	EXPECT_LT(0, fr[0].line);
+	plabel_syms_free(syms);
+}
+
+TEST(libc_symbol_table)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	struct plabel_syms *syms = plabel_syms_new();
+	int n;
+
+	/* Debian's libc has no debug info installed: the .dynsym names it */
+	n = sym_self(syms, (uintptr_t)qsort + 4, fr, NULL);
+	ASSERT_LE(1, n);
+	EXPECT_STREQ("qsort", fr[n - 1].function);
+	plabel_syms_free(syms);
+}
+
+TEST(unreadable_file_is_null_not_fatal)
+{
+	struct plabel_syms *syms = plabel_syms_new();
+
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, "/nonexistent/plabel/file"));
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, "/nonexistent/plabel/file"));
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, "/proc/self/status"));
+	plabel_syms_free(syms);
+}
+
+TEST(elf_bias_and_read)
+{
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	uint64_t fn = (uintptr_t)plabel_sym_ra, bias, word, hdr, hsz;
+	size_t n;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	ASSERT_NE(NULL, m->elf);
+	ASSERT_EQ(0, plabel_elf_bias(m->elf, m->start, m->offset, &bias));
+	/* the file's bytes at the function are the code running here */
+	ASSERT_EQ(0, plabel_elf_read(m->elf, fn - bias, &word, sizeof(word)));
+	EXPECT_EQ(0, memcmp(&word, (void *)(uintptr_t)fn, sizeof(word)));
+	EXPECT_EQ(0, plabel_elf_eh_frame_hdr(m->elf, &hdr, &hsz));
+	EXPECT_LT(8, hsz);
+	EXPECT_EQ(-EFAULT, plabel_elf_read(m->elf, UINT64_MAX - 4, &word,
+					   sizeof(word)));
+	plabel_maps_free(maps, n);
+	plabel_syms_free(syms);
+}
+
+TEST(kernel_kallsyms)
+{
+	struct plabel_syms *syms = plabel_syms_new();
+	char line[256], name[128], type;
+	unsigned long long addr = 0;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	const char *got;
+	int have = 0;
+
+	if (!f) {
+		plabel_syms_free(syms);
+		SKIP(return, "/proc/kallsyms not readable");
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 &&
+		    addr && (type == 'T' || type == 't') &&
+		    !strcmp(name, "schedule")) {
+			have = 1;
+			break;
+		}
+	fclose(f);
+	if (!have) {
+		plabel_syms_free(syms);
+		SKIP(return, "kernel addresses hidden (kptr_restrict)");
+	}
+	got = plabel_syms_kernel(syms, addr + 1);
+	ASSERT_NE(NULL, got);
+	EXPECT_STREQ("schedule", got);
+	plabel_syms_free(syms);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Turns decoded records into the CPU and thread-create profiles.
+ *
+ * Records from different CPUs arrive in no particular order, so samples are
+ * kept (with their call chains; in dwarf mode unwound on arrival, while the
+ * process's mappings can still be read) and resolved at the end: labels
+ * from the LABELSET records, addresses through the process's mappings of
+ * that time (MMAP records; an EXEC starts a new generation), symbolized
+ * with symbolize.c.
+ */
+#ifndef PLABEL_TOOLS_COLLECT_H
+#define PLABEL_TOOLS_COLLECT_H
+
+#include <stdint.h>
+
+#include "profile.h"
+#include "stream.h"
+#include "symbolize.h"
+
+struct plabel_collect;
+
+struct plabel_collect_stats {
+	uint64_t samples;	/* SAMPLE records */
+	uint64_t threads;	/* THREAD records */
+	uint64_t labelsets;	/* distinct label sets seen */
+	uint64_t lost;		/* records the kernel dropped */
+	uint64_t unresolved;	/* samples whose label set never arrived */
+	uint64_t bad;		/* malformed buffers (decoding stopped) */
+};
+
+#define PLABEL_COLLECT_PROC_MAPS	(1U << 0) /* read /proc/PID/maps */
+#define PLABEL_COLLECT_PID_LABELS	(1U << 1) /* pid/tid numeric labels */
+
+struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
+					  unsigned int flags);
+void plabel_collect_free(struct plabel_collect *c);
+
+/* Default sampling period when the stream does not say (it does). */
+void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);
+
+/* Feed one decoded record. 0 or -ENOMEM. */
+int plabel_collect_record(struct plabel_collect *c,
+			  const struct plabel_dec_rec *r);
+
+/*
+ * Decode and feed a buffer of whole records (one read()). 0, -EBADMSG
+ * when the buffer is malformed (records before the bad one are kept and
+ * stats.bad counts it), -ENOMEM.
+ */
+int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
+			  size_t len);
+
+void plabel_collect_stats(const struct plabel_collect *c,
+			  struct plabel_collect_stats *st);
+
+/*
+ * Build the two profiles (time_nanos/duration_nanos are profile-wide). The
+ * caller frees them with plabel_prof_free(). 0 or a negative errno.
+ */
+int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
+			  int64_t duration_nanos, struct plabel_prof **cpu,
+			  struct plabel_prof **threadcreate);
+
+#endif /* PLABEL_TOOLS_COLLECT_H */

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * plabel: labeled CPU and thread-create profiles for native programs.
+ * Dispatches to the subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plabel.h"
+#include "profile.h"
+
+static void plabel_usage(FILE *f)
+{
+	fputs("usage: plabel COMMAND [ARGS]\n"
+	      "\n"
+	      "commands:\n"
+	      "  record [-F HZ] [-g fp|dwarf] [-o DIR] [-a | -p PID[,PID..] | -- CMD ARGS..]\n"
+	      "                 record labeled CPU and thread-create profiles\n"
+	      "  report [--top N] [--tags] FILE.pb.gz\n"
+	      "                 text view of a profile\n"
+	      "  run -l KEY=VALUE [-l ..] -- CMD ARGS..\n"
+	      "                 run CMD with those labels\n"
+	      "  help COMMAND   show a command's options\n", f);
+}
+
+static int plabel_help(const char *cmd)
+{
+	static char help[] = "--help";
+
+	if (!strcmp(cmd, "record")) {
+		plabel_record_usage(stdout);
+	} else if (!strcmp(cmd, "run")) {
+		plabel_run_usage(stdout);
+	} else if (!strcmp(cmd, "report")) {
+		static char name[] = "report";
+		char *av[] = { name, help, NULL };
+
+		return plabel_cmd_report(2, av);
+	} else {
+		fprintf(stderr, "plabel: unknown command '%s'\n", cmd);
+		plabel_usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		plabel_usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "record"))
+		return plabel_cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return plabel_cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return plabel_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		plabel_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "help")) {
+		if (argc < 3) {
+			plabel_usage(stdout);
+			return 0;
+		}
+		return plabel_help(argv[2]);
+	}
+	fprintf(stderr, "plabel: unknown command '%s'\n", cmd);
+	plabel_usage(stderr);
+	return 2;
+}

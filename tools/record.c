@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * plabel record: run a session on /dev/plabel, collect its records and
+ * write DIR/cpu.pb.gz and DIR/threadcreate.pb.gz.
+ *
+ * The session ends when CMD exits (it is forked held on a pipe, so the
+ * session covers it from its exec on), when every -p process has exited,
+ * or on SIGINT/SIGTERM; then the session is stopped, the rest of the
+ * stream drained, and the files are written in every case.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "plabel.h"
+#include "plabel_uapi.h"
+
+#define PLABEL_READ_BUF		(4U << 20)
+#define PLABEL_DEFAULT_DIR	"plabel-out"
+
+static volatile sig_atomic_t plabel_stop_sig;
+
+static void plabel_on_signal(int sig)
+{
+	plabel_stop_sig = sig;
+}
+
+static void plabel_on_child(int sig)
+{
+	/* only here to interrupt poll() */
+}
+
+void plabel_record_usage(FILE *f)
+{
+	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [-a | -p PID[,PID..] | -- CMD ARGS..]\n"
+	      "\n"
+	      "Record labeled CPU samples and thread creations and write\n"
+	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
+	      "Recording ends when CMD exits, when every PID has exited, or on\n"
+	      "SIGINT/SIGTERM; the files are written in every case.\n"
+	      "\n"
+	      "  -F, --freq HZ          samples per second per CPU (default: the\n"
+	      "                         kernel.plabel.sample_hz sysctl)\n"
+	      "  -g, --call-graph MODE  fp: frame-pointer call chains (default);\n"
+	      "                         dwarf: stack snapshots unwound with the\n"
+	      "                         programs' .eh_frame (no frame pointers needed)\n"
+	      "  -o, --output DIR       output directory (default: ./plabel-out)\n"
+	      "  -a, --all-cpus         every process on the system\n"
+	      "  -p, --pid PID[,PID..]  these processes (and threads) only\n"
+	      "  -h, --help             show this help\n", f);
+}
+
+static double plabel_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
+{
+	const char *p = arg;
+
+	*n = 0;
+	while (*p) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT32_MAX ||
+		    (*end && *end != ','))
+			return -EINVAL;
+		if (*n == PLABEL_MAX_PIDS)
+			return -E2BIG;
+		pids[(*n)++] = v;
+		p = *end ? end + 1 : end;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+static const char *plabel_start_err(int err)
+{
+	switch (err) {
+	case EPERM:
+	case EACCES:
+		return "recording needs CAP_PERFMON or root";
+	case EBUSY:
+		return "another recording session is running";
+	case ESRCH:
+		return "no such process";
+	case EINVAL:
+		return "the module rejected the session's settings";
+	default:
+		return strerror(err);
+	}
+}
+
+struct plabel_rec_state {
+	int fd;
+	struct plabel_collect *col;
+	uint8_t *buf;
+	int corrupt;
+};
+
+/* One read(): >0 bytes handled, 0 end of stream, -EAGAIN, or an error. */
+static ssize_t plabel_read_once(struct plabel_rec_state *st)
+{
+	ssize_t n = read(st->fd, st->buf, PLABEL_READ_BUF);
+	int ret;
+
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	ret = plabel_collect_buffer(st->col, st->buf, n);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret == -EBADMSG && !st->corrupt) {
+		st->corrupt = 1;
+		fprintf(stderr, "plabel record: malformed records from %s skipped\n",
+			PLABEL_DEVICE);
+	}
+	return n;
+}
+
+static void plabel_progress(struct plabel_collect *col, double t0, int final)
+{
+	struct plabel_collect_stats s;
+
+	plabel_collect_stats(col, &s);
+	fprintf(stderr, "\rplabel: recording %.0fs, %" PRIu64 " samples, %"
+		PRIu64 " lost%s", plabel_now() - t0, s.samples, s.lost,
+		final ? "\n" : "   ");
+}
+
+static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
+				 int64_t wall_ns, int64_t dur_ns)
+{
+	struct plabel_prof *cpu = NULL, *tc = NULL;
+	struct plabel_collect_stats s;
+	char *cpath = NULL, *tpath = NULL;
+	int ret;
+
+	ret = plabel_collect_finish(col, wall_ns, dur_ns, &cpu, &tc);
+	if (ret) {
+		fprintf(stderr, "plabel record: building the profiles: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (asprintf(&cpath, "%s/cpu.pb.gz", dir) < 0 ||
+	    asprintf(&tpath, "%s/threadcreate.pb.gz", dir) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = plabel_prof_write(cpu, cpath);
+	if (ret) {
+		fprintf(stderr, "plabel record: cannot write %s: %s\n", cpath,
+			strerror(-ret));
+		goto out;
+	}
+	ret = plabel_prof_write(tc, tpath);
+	if (ret) {
+		fprintf(stderr, "plabel record: cannot write %s: %s\n", tpath,
+			strerror(-ret));
+		goto out;
+	}
+	plabel_collect_stats(col, &s);
+	fprintf(stderr, "plabel: %" PRIu64 " samples, %" PRIu64
+		" thread creations, %" PRIu64 " label sets, %" PRIu64
+		" lost records%s; wrote %s, %s\n", s.samples, s.threads,
+		s.labelsets, s.lost, s.unresolved ?
+		" (some label sets unresolved)" : "", cpath, tpath);
+out:
+	if (ret == -ENOMEM)
+		fprintf(stderr, "plabel record: out of memory\n");
+	free(cpath);
+	free(tpath);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	return ret ? 1 : 0;
+}
+
+/* The child side of CMD: wait for the session, then exec. */
+static void plabel_child(int rfd, char **argv)
+{
+	char b = 0;
+
+	while (read(rfd, &b, 1) < 0 && errno == EINTR)
+		;
+	close(rfd);
+	if (b != 'g')
+		_exit(127);
+	execvp(argv[0], argv);
+	fprintf(stderr, "plabel record: cannot run %s: %s\n", argv[0],
+		strerror(errno));
+	_exit(127);
+}
+
+static int plabel_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int plabel_cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "call-graph", required_argument, NULL, 'g' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct plabel_session_start_args sa;
+	struct plabel_rec_state st = { .fd = -1 };
+	struct sigaction act, old_int, old_term, old_chld;
+	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
+	static int32_t pids[PLABEL_MAX_PIDS];
+	const char *dir = PLABEL_DEFAULT_DIR;
+	uint32_t npids = 0, callchain = PLABEL_CALLCHAIN_FP, i;
+	int all = 0, c, ret, status = 1, pipefd[2] = { -1, -1 };
+	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0;
+	unsigned long hz = 0;
+	pid_t child = -1;
+	double t0, last = 0;
+	struct timespec wall;
+	struct plabel_syms *syms = NULL;
+	unsigned int flags;
+	char **cmd = NULL;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+F:g:o:ap:h", opts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'F':
+			errno = 0;
+			hz = strtoul(optarg, &end, 10);
+			if (errno || *end || !hz || hz > 100000) {
+				fprintf(stderr, "plabel record: bad frequency '%s' (1..100000)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'g':
+			if (!strcmp(optarg, "fp")) {
+				callchain = PLABEL_CALLCHAIN_FP;
+			} else if (!strcmp(optarg, "dwarf")) {
+				callchain = PLABEL_CALLCHAIN_DWARF;
+			} else {
+				fprintf(stderr, "plabel record: bad call graph mode '%s' (fp or dwarf)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			dir = optarg;
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'p':
+			ret = plabel_parse_pids(optarg, pids, &npids);
+			if (ret) {
+				fprintf(stderr, "plabel record: bad pid list '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			plabel_record_usage(stdout);
+			return 0;
+		default:
+			plabel_record_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		cmd = argv + optind;
+	if (all + !!npids + !!cmd != 1) {
+		fprintf(stderr, "plabel record: give exactly one of -a, -p PIDS or -- CMD\n");
+		plabel_record_usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < npids; i++) {
+		if (kill(pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "plabel record: no process %d\n",
+				pids[i]);
+			return 1;
+		}
+	}
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+
+	st.fd = plabel_open_device();
+	if (st.fd < 0)
+		return 1;
+	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
+	st.buf = malloc(PLABEL_READ_BUF);
+	syms = plabel_syms_new();
+	st.col = syms ? plabel_collect_new(syms, flags) : NULL;
+	if (!st.buf || !st.col) {
+		fprintf(stderr, "plabel record: out of memory\n");
+		goto err_free;
+	}
+	if (hz)
+		plabel_collect_set_period(st.col, 1000000000ULL / hz);
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = plabel_on_signal;
+	sigaction(SIGINT, &act, &old_int);
+	sigaction(SIGTERM, &act, &old_term);
+	act.sa_handler = plabel_on_child;
+	act.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &act, &old_chld);
+
+	if (cmd) {
+		if (pipe2(pipefd, O_CLOEXEC)) {
+			fprintf(stderr, "plabel record: pipe: %s\n",
+				strerror(errno));
+			goto err_sig;
+		}
+		child = fork();
+		if (child < 0) {
+			fprintf(stderr, "plabel record: fork: %s\n",
+				strerror(errno));
+			goto err_sig;
+		}
+		if (child == 0) {
+			sigaction(SIGINT, &old_int, NULL);
+			sigaction(SIGTERM, &old_term, NULL);
+			sigaction(SIGCHLD, &old_chld, NULL);
+			close(pipefd[1]);
+			plabel_child(pipefd[0], cmd);
+		}
+		close(pipefd[0]);
+		pipefd[0] = -1;
+		pids[0] = child;
+		npids = 1;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.size = sizeof(sa);
+	sa.target = all ? PLABEL_TARGET_ALL :
+		    cmd ? PLABEL_TARGET_TREE : PLABEL_TARGET_PIDS;
+	sa.callchain = callchain;
+	sa.sample_hz = hz;
+	sa.record = PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
+		    PLABEL_RECORD_KERNEL;
+	if (!all) {
+		sa.pids = (uintptr_t)pids;
+		sa.npids = npids;
+	}
+	if (ioctl(st.fd, PLABEL_IOC_SESSION_START, &sa)) {
+		fprintf(stderr, "plabel record: cannot start recording: %s\n",
+			plabel_start_err(errno));
+		goto err_child;
+	}
+	clock_gettime(CLOCK_REALTIME, &wall);
+	t0 = plabel_now();
+	if (cmd) {
+		char go = 'g';
+
+		/* on failure the child exits unexec'ed; the loop reaps it */
+		if (write(pipefd[1], &go, 1) != 1)
+			fprintf(stderr, "plabel record: cannot start %s\n",
+				cmd[0]);
+		close(pipefd[1]);
+		pipefd[1] = -1;
+	} else {
+		for (i = 0; i < npids; i++) {
+			int pfd = plabel_pidfd_open(pids[i]);
+
+			if (pfd >= 0)
+				pidfds[npidfds++] = pfd;
+		}
+	}
+	fcntl(st.fd, F_SETFL, fcntl(st.fd, F_GETFL) | O_NONBLOCK);
+	tty = isatty(2);
+
+	for (;;) {
+		int nfds = 1, alive;
+		ssize_t n;
+
+		if (plabel_stop_sig)
+			break;
+		if (child > 0) {
+			int wst;
+			pid_t w = waitpid(child, &wst, WNOHANG);
+
+			if (w == child) {
+				cmd_status = wst;
+				child = -1;
+				break;
+			}
+		} else if (npids) {
+			/* -p: done when all are gone */
+			for (i = 0, alive = 0; i < npids; i++)
+				if (!kill(pids[i], 0) || errno != ESRCH)
+					alive++;
+			if (!alive)
+				break;
+		}
+		pfds[0].fd = st.fd;
+		pfds[0].events = POLLIN;
+		for (i = 0; i < (uint32_t)npidfds; i++) {
+			pfds[nfds].fd = pidfds[i];
+			pfds[nfds++].events = POLLIN;
+		}
+		ret = poll(pfds, nfds, 250);
+		if (ret < 0 && errno != EINTR) {
+			fprintf(stderr, "plabel record: poll: %s\n",
+				strerror(errno));
+			break;
+		}
+		if (ret > 0 && (pfds[0].revents & (POLLIN | POLLERR))) {
+			n = plabel_read_once(&st);
+			if (n == 0)
+				break;	/* the session ended */
+			if (n < 0 && n != -EAGAIN && n != -EINTR) {
+				fprintf(stderr, "plabel record: reading %s: %s\n",
+					PLABEL_DEVICE, strerror((int)-n));
+				break;
+			}
+		}
+		if (tty && plabel_now() - last >= 1.0) {
+			last = plabel_now();
+			plabel_progress(st.col, t0, 0);
+		}
+	}
+
+	if (ioctl(st.fd, PLABEL_IOC_SESSION_STOP) && errno != EINVAL)
+		fprintf(stderr, "plabel record: stopping the session: %s\n",
+			strerror(errno));
+	/* drain: after the stop read() returns what is left, then 0 */
+	for (;;) {
+		struct pollfd p = { .fd = st.fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 2000) <= 0)
+			break;
+		n = plabel_read_once(&st);
+		if (n <= 0 && n != -EINTR)
+			break;
+	}
+	if (tty)
+		plabel_progress(st.col, t0, 1);
+	for (i = 0; i < (uint32_t)npidfds; i++)
+		close(pidfds[i]);
+	if (child > 0) {
+		/* interrupted: CMD got the terminal's signal too; reap it */
+		kill(child, SIGTERM);
+		waitpid(child, &cmd_status, 0);
+	}
+	if (cmd && WIFEXITED(cmd_status) && WEXITSTATUS(cmd_status))
+		fprintf(stderr, "plabel record: %s exited with status %d\n",
+			cmd[0], WEXITSTATUS(cmd_status));
+	status = plabel_write_profiles(st.col, dir,
+				       (int64_t)wall.tv_sec * 1000000000LL +
+				       wall.tv_nsec,
+				       (int64_t)((plabel_now() - t0) * 1e9));
+	goto out;
+
+err_child:
+	if (child > 0) {
+		close(pipefd[1]);	/* the child exits without exec */
+		pipefd[1] = -1;
+		waitpid(child, NULL, 0);
+	}
+out:
+err_sig:
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
+err_free:
+	plabel_collect_free(st.col);
+	plabel_syms_free(syms);
+	free(st.buf);
+	if (st.fd >= 0)
+		close(st.fd);
+	return status;
+}

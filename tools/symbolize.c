@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Symbolization with elfutils: one Dwfl per ELF file (reported at its own
+ * link-time addresses), names from DWARF or the symbol table, source lines
+ * from the line table, inlined frames from dwarf_getscopes(). The file is
+ * also mapped read-only for the unwinder's raw reads of .eh_frame_hdr and
+ * .eh_frame. Kernel addresses come from /proc/kallsyms.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+
+struct plabel_seg {
+	uint64_t vaddr, memsz, offset, filesz;
+};
+
+struct plabel_elf {
+	struct plabel_elf *next;
+	char *path;
+	int ok;			/* 0: could not be opened */
+	const uint8_t *image;	/* the whole file, mapped */
+	size_t image_size;
+	struct plabel_seg *segs;
+	size_t nsegs;
+	uint64_t eh_vaddr, eh_size;	/* .eh_frame_hdr; size 0 if none */
+	char *build_id;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr mod_bias;	/* Dwfl address = vaddr + mod_bias */
+};
+
+struct plabel_ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct plabel_syms {
+	struct plabel_elf *elfs;
+	int kallsyms_read;
+	struct plabel_ksym *ksyms;
+	size_t nksyms;
+};
+
+static char *plabel_debuginfo_path;
+static const Dwfl_Callbacks plabel_dwfl_cb = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &plabel_debuginfo_path,
+};
+
+struct plabel_syms *plabel_syms_new(void)
+{
+	return calloc(1, sizeof(struct plabel_syms));
+}
+
+static void plabel_elf_free(struct plabel_elf *e)
+{
+	if (e->dwfl)
+		dwfl_end(e->dwfl);
+	if (e->image)
+		munmap((void *)e->image, e->image_size);
+	free(e->segs);
+	free(e->build_id);
+	free(e->path);
+	free(e);
+}
+
+void plabel_syms_free(struct plabel_syms *s)
+{
+	struct plabel_elf *e, *next;
+	size_t i;
+
+	if (!s)
+		return;
+	for (e = s->elfs; e; e = next) {
+		next = e->next;
+		plabel_elf_free(e);
+	}
+	for (i = 0; i < s->nksyms; i++)
+		free(s->ksyms[i].name);
+	free(s->ksyms);
+	free(s);
+}
+
+static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
+{
+	size_t phnum, i;
+	const void *bid;
+	ssize_t bidlen;
+
+	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum))
+		return -ENOEXEC;
+	e->segs = calloc(phnum ? phnum : 1, sizeof(*e->segs));
+	if (!e->segs)
+		return -ENOMEM;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph))
+			return -ENOEXEC;
+		if (ph.p_type == PT_LOAD) {
+			struct plabel_seg *sg = &e->segs[e->nsegs++];
+
+			sg->vaddr = ph.p_vaddr;
+			sg->memsz = ph.p_memsz;
+			sg->offset = ph.p_offset;
+			sg->filesz = ph.p_filesz;
+			if (sg->offset > e->image_size ||
+			    sg->filesz > e->image_size - sg->offset ||
+			    sg->filesz > sg->memsz)
+				e->nsegs--;	/* nonsense: ignore it */
+		} else if (ph.p_type == PT_GNU_EH_FRAME) {
+			e->eh_vaddr = ph.p_vaddr;
+			e->eh_size = ph.p_memsz;
+		}
+	}
+	bidlen = dwelf_elf_gnu_build_id(elf, &bid);
+	if (bidlen > 0) {
+		const uint8_t *b = bid;
+		ssize_t j;
+
+		e->build_id = malloc(bidlen * 2 + 1);
+		if (!e->build_id)
+			return -ENOMEM;
+		for (j = 0; j < bidlen; j++)
+			sprintf(e->build_id + 2 * j, "%02x", b[j]);
+	}
+	return 0;
+}
+
+static int plabel_elf_open(struct plabel_elf *e)
+{
+	struct stat st;
+	Elf *elf;
+	int fd, ret;
+
+	fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	e->image_size = st.st_size;
+	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (e->image == MAP_FAILED) {
+		e->image = NULL;
+		return -errno;
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)e->image, e->image_size);
+	if (!elf)
+		return -ENOEXEC;
+	ret = plabel_elf_load_phdrs(e, elf);
+	elf_end(elf);
+	if (ret)
+		return ret;
+
+	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
+	if (e->dwfl) {
+		dwfl_report_begin(e->dwfl);
+		e->mod = dwfl_report_elf(e->dwfl, e->path, e->path, -1, 0,
+					 false);
+		dwfl_report_end(e->dwfl, NULL, NULL);
+		if (e->mod && !dwfl_module_getelf(e->mod, &e->mod_bias))
+			e->mod = NULL;
+	}
+	return 0;
+}
+
+struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
+{
+	struct plabel_elf *e;
+
+	for (e = s->elfs; e; e = e->next)
+		if (!strcmp(e->path, path))
+			return e->ok ? e : NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->path = strdup(path);
+	if (!e->path) {
+		free(e);
+		return NULL;
+	}
+	e->ok = plabel_elf_open(e) == 0;
+	if (!e->ok && e->dwfl) {
+		dwfl_end(e->dwfl);
+		e->dwfl = NULL;
+	}
+	e->next = s->elfs;
+	s->elfs = e;
+	return e->ok ? e : NULL;
+}
+
+const char *plabel_elf_build_id(const struct plabel_elf *e)
+{
+	return e->build_id;
+}
+
+int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
+		    uint64_t map_offset, uint64_t *bias)
+{
+	size_t i;
+
+	for (i = 0; i < e->nsegs; i++) {
+		const struct plabel_seg *sg = &e->segs[i];
+
+		/* mappings start page aligned, segments need not */
+		if (map_offset >= (sg->offset & ~4095ULL) &&
+		    map_offset < sg->offset + sg->filesz) {
+			*bias = map_start - map_offset -
+				(sg->vaddr - sg->offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
+		    size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < e->nsegs; i++) {
+		const struct plabel_seg *sg = &e->segs[i];
+		uint64_t rel, nfile;
+
+		if (vaddr < sg->vaddr || vaddr - sg->vaddr >= sg->memsz ||
+		    len > sg->memsz - (vaddr - sg->vaddr))
+			continue;
+		rel = vaddr - sg->vaddr;
+		nfile = rel < sg->filesz ? sg->filesz - rel : 0;
+		if (nfile > len)
+			nfile = len;
+		if (nfile)
+			memcpy(buf, e->image + sg->offset + rel, nfile);
+		memset((uint8_t *)buf + nfile, 0, len - nfile);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+void plabel_elf_extent(const struct plabel_elf *e, uint64_t *lo,
+		       uint64_t *hi)
+{
+	size_t i;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (i = 0; i < e->nsegs; i++) {
+		if (e->segs[i].vaddr < *lo)
+			*lo = e->segs[i].vaddr;
+		if (e->segs[i].vaddr + e->segs[i].memsz > *hi)
+			*hi = e->segs[i].vaddr + e->segs[i].memsz;
+	}
+	if (*lo > *hi)
+		*lo = *hi = 0;
+}
+
+int plabel_elf_eh_frame_hdr(const struct plabel_elf *e, uint64_t *vaddr,
+			    uint64_t *size)
+{
+	if (!e->eh_size)
+		return -ENOENT;
+	*vaddr = e->eh_vaddr;
+	*size = e->eh_size;
+	return 0;
+}
+
+static const char *plabel_file_name(Dwarf_Files *files, Dwarf_Word idx)
+{
+	if (!files)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static int plabel_is_func(Dwarf_Die *d)
+{
+	int tag = dwarf_tag(d);
+
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+static const char *plabel_die_name(Dwarf_Die *d)
+{
+	Dwarf_Attribute a;
+	const char *n;
+
+	/* C++: the mangled name is what pprof demangles */
+	n = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_linkage_name, &a));
+	if (n)
+		return n;
+	return dwarf_diename(d);
+}
+
+int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
+			 struct plabel_sym_frame *frames, int max)
+{
+	Dwarf_Addr addr = vaddr + e->mod_bias, cubias = 0;
+	Dwarf_Die *cudie, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	const char *symname = NULL;
+	Dwfl_Line *line;
+	GElf_Off off;
+	GElf_Sym sym;
+	int n = 0, nscopes, i;
+
+	if (!e->mod || max <= 0)
+		return 0;
+	frames[0].function = NULL;
+	frames[0].file = NULL;
+	frames[0].line = 0;
+	symname = dwfl_module_addrinfo(e->mod, addr, &off, &sym, NULL, NULL,
+				       NULL);
+	line = dwfl_module_getsrc(e->mod, addr);
+	if (line) {
+		int lineno = 0;
+		const char *f = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL,
+					      NULL);
+
+		frames[0].file = f;
+		frames[0].line = lineno;
+	}
+
+	cudie = dwfl_module_addrdie(e->mod, addr, &cubias);
+	nscopes = cudie ? dwarf_getscopes(cudie, addr - cubias, &scopes) : 0;
+	for (i = 0; i < nscopes; i++)
+		if (plabel_is_func(&scopes[i]))
+			break;
+	if (i < nscopes) {
+		Dwarf_Die cur = scopes[i];
+
+		dwarf_getsrcfiles(cudie, &files, NULL);
+		frames[n++].function = plabel_die_name(&cur);
+		/*
+		 * dwarf_getscopes() goes on into an inlined function's
+		 * abstract origin; the concrete caller is found from the
+		 * inlined instance's own parents.
+		 */
+		while (dwarf_tag(&cur) == DW_TAG_inlined_subroutine &&
+		       n < max) {
+			Dwarf_Die *ps = NULL;
+			Dwarf_Attribute a;
+			Dwarf_Word cf = 0, cl = 0;
+			int np, j;
+
+			frames[n].function = NULL;
+			frames[n].file = NULL;
+			frames[n].line = 0;
+			if (dwarf_formudata(dwarf_attr(&cur, DW_AT_call_file,
+						       &a), &cf) == 0)
+				frames[n].file = plabel_file_name(files, cf);
+			if (dwarf_formudata(dwarf_attr(&cur, DW_AT_call_line,
+						       &a), &cl) == 0)
+				frames[n].line = cl;
+			np = dwarf_getscopes_die(&cur, &ps);
+			for (j = 1; j < np; j++)
+				if (plabel_is_func(&ps[j]))
+					break;
+			if (j >= np) {
+				free(ps);
+				n++;	/* the caller is unknown by name */
+				break;
+			}
+			cur = ps[j];
+			free(ps);
+			frames[n++].function = plabel_die_name(&cur);
+		}
+	}
+	free(scopes);
+	if (n == 0) {
+		if (!symname && !frames[0].file)
+			return 0;
+		n = 1;
+	}
+	/* the outermost frame is the real function: trust the symbol table
+	 * when DWARF gave no name */
+	if (!frames[n - 1].function)
+		frames[n - 1].function = symname;
+	for (i = 0; i < n; i++) {
+		const char *f = frames[i].function;
+
+		if (!f)
+			f = symname;
+		/* glibc's hidden internal aliases: show the public name */
+		if (f && !strncmp(f, "__GI_", 5) && f[5])
+			f += 5;
+		frames[i].function = f;
+	}
+	return n;
+}
+
+static int plabel_ksym_cmp(const void *a, const void *b)
+{
+	const struct plabel_ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void plabel_kallsyms_read(struct plabel_syms *s)
+{
+	char line[512], name[256], type;
+	size_t cap = 0;
+	uint64_t addr;
+	FILE *f;
+
+	s->kallsyms_read = 1;
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct plabel_ksym *k;
+
+		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type,
+			   name) != 3)
+			continue;
+		if (!addr || (type != 't' && type != 'T' && type != 'w' &&
+			      type != 'W'))
+			continue;
+		if (s->nksyms == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+
+			k = realloc(s->ksyms, ncap * sizeof(*k));
+			if (!k)
+				break;
+			s->ksyms = k;
+			cap = ncap;
+		}
+		k = &s->ksyms[s->nksyms];
+		k->addr = addr;
+		k->name = strdup(name);
+		if (!k->name)
+			break;
+		s->nksyms++;
+	}
+	fclose(f);
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), plabel_ksym_cmp);
+}
+
+const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!s->kallsyms_read)
+		plabel_kallsyms_read(s);
+	hi = s->nksyms;
+	if (!hi || addr < s->ksyms[0].addr)
+		return NULL;
+	/* last symbol with ksyms[i].addr <= addr */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return s->ksyms[lo].name;
+}
+
+void plabel_maps_free(struct plabel_map *maps, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(maps[i].path);
+	free(maps);
+}
+
+int plabel_maps_read_proc(struct plabel_syms *s, pid_t pid,
+			  struct plabel_map **maps, size_t *n)
+{
+	struct plabel_map *m = NULL, *nm;
+	size_t cnt = 0, cap = 0;
+	char fn[64], line[4352];
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t start, end, off;
+		char perms[8];
+		int pos = 0;
+		char *path;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64
+			   " %*s %*u %n", &start, &end, perms, &off,
+			   &pos) < 4 || !pos)
+			continue;
+		path = line + pos;
+		path[strcspn(path, "\n")] = 0;
+		if (perms[2] != 'x' || path[0] != '/')
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			nm = realloc(m, cap * sizeof(*m));
+			if (!nm)
+				goto err_nomem;
+			m = nm;
+		}
+		m[cnt].start = start;
+		m[cnt].end = end;
+		m[cnt].offset = off;
+		m[cnt].time_ns = 0;
+		m[cnt].path = strdup(path);
+		if (!m[cnt].path)
+			goto err_nomem;
+		m[cnt].elf = plabel_syms_elf(s, path);
+		cnt++;
+	}
+	fclose(f);
+	*maps = m;
+	*n = cnt;
+	return 0;
+
+err_nomem:
+	fclose(f);
+	plabel_maps_free(m, cnt);
+	return -ENOMEM;
+}
+
+const struct plabel_map *plabel_maps_find(const struct plabel_map *maps,
+					  size_t n, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (addr >= maps[i].start && addr < maps[i].end)
+			return &maps[i];
+	return NULL;
+}

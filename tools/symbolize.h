@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Symbolization: ELF files on disk (opened once per path, through libdwfl
+ * for names, source lines and inlined frames, and mapped for raw reads by
+ * the unwinder), process mappings, and the kernel's /proc/kallsyms.
+ */
+#ifndef PLABEL_TOOLS_SYMBOLIZE_H
+#define PLABEL_TOOLS_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct plabel_syms;
+struct plabel_elf;
+
+/* One executable file mapping of a process. */
+struct plabel_map {
+	uint64_t start, end;	/* runtime addresses, end exclusive */
+	uint64_t offset;	/* file offset of start */
+	uint64_t time_ns;	/* when it was seen */
+	char *path;
+	struct plabel_elf *elf;	/* NULL when the file can't be read */
+};
+
+/* One frame of a symbolized address: innermost (inlined) first. */
+struct plabel_sym_frame {
+	const char *function;	/* NULL if unknown */
+	const char *file;	/* NULL if unknown */
+	int line;		/* 0 if unknown */
+};
+
+#define PLABEL_SYM_MAX_FRAMES	16
+
+struct plabel_syms *plabel_syms_new(void);
+void plabel_syms_free(struct plabel_syms *s);
+
+/*
+ * The ELF file at path, opened on first use and cached (also when opening
+ * failed: then NULL every time).
+ */
+struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path);
+
+/* Hex GNU build id, or NULL when the file has none. */
+const char *plabel_elf_build_id(const struct plabel_elf *e);
+
+/*
+ * Load bias of a mapping of e: runtime address = ELF vaddr + bias.
+ * -ENOENT when no PT_LOAD segment covers map_offset.
+ */
+int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
+		    uint64_t map_offset, uint64_t *bias);
+
+/* Copy len bytes of the loaded image at ELF vaddr (zeros past a segment's
+ * file size). -EFAULT when [vaddr, vaddr+len) is not inside one PT_LOAD. */
+int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
+		    size_t len);
+
+/* Lowest and highest (exclusive) PT_LOAD vaddr. */
+void plabel_elf_extent(const struct plabel_elf *e, uint64_t *lo,
+		       uint64_t *hi);
+
+/* vaddr and size of .eh_frame_hdr (PT_GNU_EH_FRAME); -ENOENT if none. */
+int plabel_elf_eh_frame_hdr(const struct plabel_elf *e, uint64_t *vaddr,
+			    uint64_t *size);
+
+/*
+ * Symbolize ELF vaddr: fills up to max frames, innermost first (inlined
+ * frames expanded when debug info exists). Returns the count, 0 when
+ * nothing is known. Strings live until plabel_syms_free().
+ */
+int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
+			 struct plabel_sym_frame *frames, int max);
+
+/*
+ * Kernel symbol of addr from /proc/kallsyms (read once; unreadable or
+ * hidden addresses give none). NULL when unknown.
+ */
+const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr);
+
+/*
+ * Executable file-backed mappings of pid from /proc/PID/maps, with elf
+ * resolved through s. *maps is malloc()ed; free with plabel_maps_free().
+ */
+int plabel_maps_read_proc(struct plabel_syms *s, pid_t pid,
+			  struct plabel_map **maps, size_t *n);
+void plabel_maps_free(struct plabel_map *maps, size_t n);
+
+/* The mapping in maps[0..n) containing addr, or NULL. */
+const struct plabel_map *plabel_maps_find(const struct plabel_map *maps,
+					  size_t n, uint64_t addr);
+
+#endif /* PLABEL_TOOLS_SYMBOLIZE_H */

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Remote unwinding of a stack snapshot with libunwind.
+ *
+ * libunwind asks us, through its accessors, for registers (the recorded
+ * ones), memory (the stack copy, or the mapped ELF files' loaded images read
+ * from disk), and the unwind info of an ip: we find the file mapped there,
+ * its .eh_frame_hdr binary search table, and hand that to libunwind as a
+ * remote table (UNW_INFO_FORMAT_REMOTE_TABLE) it reads through access_mem.
+ */
+#include <errno.h>
+#include <libunwind.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind.h"
+
+/* Exported by libunwind but not declared in its headers. */
+#define plabel_dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
+extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
+					    unw_word_t ip,
+					    unw_dyn_info_t *di,
+					    unw_proc_info_t *pi,
+					    int need_unwind_info, void *arg);
+
+/* DWARF exception header pointer encodings we accept in .eh_frame_hdr. */
+#define PLABEL_PE_OMIT		0xff
+#define PLABEL_PE_UDATA4	0x03
+#define PLABEL_PE_SDATA4	0x0b
+#define PLABEL_PE_UDATA8	0x04
+#define PLABEL_PE_SDATA8	0x0c
+#define PLABEL_PE_DATAREL	0x30
+
+/* A loaded object of the process being unwound. */
+struct plabel_uw_obj {
+	const struct plabel_elf *elf;
+	uint64_t bias;
+	uint64_t lo, hi;	/* runtime extent of its PT_LOADs */
+};
+
+struct plabel_unwinder {
+	unw_addr_space_t as;
+	struct plabel_uw_obj *objs;
+	size_t nobjs, cap;
+	/* the sample being unwound */
+	const struct plabel_map *maps;
+	size_t nmaps;
+	const uint64_t *regs;
+	const uint8_t *stack;
+	size_t stack_size;
+};
+
+static const struct plabel_uw_obj *plabel_uw_obj_at(struct plabel_unwinder *u,
+						    uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < u->nobjs; i++)
+		if (addr >= u->objs[i].lo && addr < u->objs[i].hi)
+			return &u->objs[i];
+	return NULL;
+}
+
+static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
+				unw_word_t *valp, int write, void *arg)
+{
+	struct plabel_unwinder *u = arg;
+	uint64_t sp = u->regs[PLABEL_REG_RSP];
+	const struct plabel_uw_obj *o;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (addr >= sp && addr - sp <= u->stack_size &&
+	    u->stack_size - (addr - sp) >= sizeof(*valp)) {
+		memcpy(valp, u->stack + (addr - sp), sizeof(*valp));
+		return 0;
+	}
+	o = plabel_uw_obj_at(u, addr);
+	if (o && plabel_elf_read(o->elf, addr - o->bias, valp,
+				 sizeof(*valp)) == 0)
+		return 0;
+	*valp = 0;
+	return -UNW_EINVAL;
+}
+
+static int plabel_uw_access_reg(unw_addr_space_t as, unw_regnum_t reg,
+				unw_word_t *valp, int write, void *arg)
+{
+	struct plabel_unwinder *u = arg;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (reg < 0 || reg >= PLABEL_REGS_NR)
+		return -UNW_EBADREG;
+	*valp = u->regs[reg];
+	return 0;
+}
+
+static int plabel_uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg,
+				  unw_fpreg_t *val, int write, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int plabel_uw_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int plabel_uw_get_proc_name(unw_addr_space_t as, unw_word_t addr,
+				   char *buf, size_t len, unw_word_t *off,
+				   void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int plabel_uw_get_dyn_info_list_addr(unw_addr_space_t as,
+					    unw_word_t *dil, void *arg)
+{
+	return -UNW_ENOINFO;
+}
+
+static void plabel_uw_put_unwind_info(unw_addr_space_t as,
+				      unw_proc_info_t *pi, void *arg)
+{
+}
+
+/* Read an encoded .eh_frame_hdr value at *p (in the file's image). */
+static int plabel_uw_read_enc(const struct plabel_elf *e, uint64_t *p,
+			      uint8_t enc, uint64_t *val)
+{
+	uint32_t u4;
+	uint64_t u8;
+
+	switch (enc & 0x0f) {
+	case PLABEL_PE_UDATA4:
+	case PLABEL_PE_SDATA4:
+		if (plabel_elf_read(e, *p, &u4, 4))
+			return -EFAULT;
+		*val = (enc & 0x0f) == PLABEL_PE_SDATA4 ?
+			(uint64_t)(int64_t)(int32_t)u4 : u4;
+		*p += 4;
+		return 0;
+	case PLABEL_PE_UDATA8:
+	case PLABEL_PE_SDATA8:
+		if (plabel_elf_read(e, *p, &u8, 8))
+			return -EFAULT;
+		*val = u8;
+		*p += 8;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int plabel_uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
+				    unw_proc_info_t *pi, int need_unwind_info,
+				    void *arg)
+{
+	struct plabel_unwinder *u = arg;
+	const struct plabel_map *m;
+	const struct plabel_uw_obj *o;
+	uint64_t hdr, hsize, p, tmp, nfde;
+	uint8_t h[4];
+	unw_dyn_info_t di;
+
+	m = plabel_maps_find(u->maps, u->nmaps, ip);
+	if (!m || !m->elf)
+		return -UNW_ENOINFO;
+	o = plabel_uw_obj_at(u, ip);
+	if (!o || o->elf != m->elf ||
+	    plabel_elf_eh_frame_hdr(m->elf, &hdr, &hsize) || hsize < 12)
+		return -UNW_ENOINFO;
+	if (plabel_elf_read(m->elf, hdr, h, sizeof(h)) || h[0] != 1)
+		return -UNW_ENOINFO;
+	/* table entries must be datarel sdata4 pairs for the search */
+	if (h[3] != (PLABEL_PE_DATAREL | PLABEL_PE_SDATA4) ||
+	    h[2] == PLABEL_PE_OMIT)
+		return -UNW_ENOINFO;
+	p = hdr + 4;
+	if (h[1] != PLABEL_PE_OMIT &&
+	    plabel_uw_read_enc(m->elf, &p, h[1], &tmp))
+		return -UNW_ENOINFO;
+	if (plabel_uw_read_enc(m->elf, &p, h[2], &nfde) || !nfde ||
+	    nfde > hsize / 8)
+		return -UNW_ENOINFO;
+
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->start;
+	di.end_ip = m->end;
+	di.u.rti.segbase = hdr + o->bias;
+	di.u.rti.table_data = p + o->bias;
+	/* in unw_word_t units; each entry is two 4-byte values */
+	di.u.rti.table_len = nfde * 8 / sizeof(unw_word_t);
+	return plabel_dwarf_search_unwind_table(as, ip, &di, pi,
+						need_unwind_info, arg);
+}
+
+static unw_accessors_t plabel_uw_accessors = {
+	.find_proc_info = plabel_uw_find_proc_info,
+	.put_unwind_info = plabel_uw_put_unwind_info,
+	.get_dyn_info_list_addr = plabel_uw_get_dyn_info_list_addr,
+	.access_mem = plabel_uw_access_mem,
+	.access_reg = plabel_uw_access_reg,
+	.access_fpreg = plabel_uw_access_fpreg,
+	.resume = plabel_uw_resume,
+	.get_proc_name = plabel_uw_get_proc_name,
+};
+
+struct plabel_unwinder *plabel_unwinder_new(void)
+{
+	struct plabel_unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->as = unw_create_addr_space(&plabel_uw_accessors, 0);
+	if (!u->as) {
+		free(u);
+		return NULL;
+	}
+	/* addresses mean different things in different samples */
+	unw_set_caching_policy(u->as, UNW_CACHE_NONE);
+	return u;
+}
+
+void plabel_unwinder_free(struct plabel_unwinder *u)
+{
+	if (!u)
+		return;
+	unw_destroy_addr_space(u->as);
+	free(u->objs);
+	free(u);
+}
+
+static int plabel_uw_add_objs(struct plabel_unwinder *u)
+{
+	size_t i, j;
+
+	u->nobjs = 0;
+	for (i = 0; i < u->nmaps; i++) {
+		const struct plabel_map *m = &u->maps[i];
+		struct plabel_uw_obj *o;
+		uint64_t bias, lo, hi;
+
+		if (!m->elf || plabel_elf_bias(m->elf, m->start, m->offset,
+					       &bias))
+			continue;
+		for (j = 0; j < u->nobjs; j++)
+			if (u->objs[j].elf == m->elf && u->objs[j].bias == bias)
+				break;
+		if (j < u->nobjs)
+			continue;
+		if (u->nobjs == u->cap) {
+			size_t ncap = u->cap ? u->cap * 2 : 16;
+
+			o = realloc(u->objs, ncap * sizeof(*o));
+			if (!o)
+				return -ENOMEM;
+			u->objs = o;
+			u->cap = ncap;
+		}
+		plabel_elf_extent(m->elf, &lo, &hi);
+		o = &u->objs[u->nobjs++];
+		o->elf = m->elf;
+		o->bias = bias;
+		o->lo = lo + bias;
+		o->hi = hi + bias;
+	}
+	return 0;
+}
+
+int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
+		  size_t nmaps, const uint64_t *regs, const void *stack,
+		  size_t stack_size, uint64_t *ips, size_t max)
+{
+	unw_cursor_t c;
+	size_t n = 0;
+	int ret;
+
+	if (!max)
+		return 0;
+	u->maps = maps;
+	u->nmaps = nmaps;
+	u->regs = regs;
+	u->stack = stack;
+	u->stack_size = stack_size;
+	ret = plabel_uw_add_objs(u);
+	if (ret)
+		return ret;
+	ips[n++] = regs[PLABEL_REG_RIP];
+	if (unw_init_remote(&c, u->as, u))
+		return n;
+	while (n < max) {
+		unw_word_t ip, prev = ips[n - 1];
+
+		if (unw_step(&c) <= 0)
+			break;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) || !ip)
+			break;
+		/* a frame that does not move is the end of a broken chain */
+		if (ip == prev && n > 1)
+			break;
+		ips[n++] = ip;
+	}
+	return n;
+}
