@@ -26,10 +26,7 @@ $(PLABEL_BIN): $(B)/tools/main.o $(TOOLS_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
 
-# report.c (plabel_cmd_report) comes with the pprof reader.
-ifneq ($(wildcard tools/report.c),)
 ALL_TARGETS	+= $(PLABEL_BIN)
-endif
 
 TEST_DEPS	+= $(TOOLS_LIB)
 TEST_LDLIBS	+= $(TOOLS_LIB) $(TOOLS_LDLIBS)

@@ -312,15 +312,15 @@ int plabel_cmd_record(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (mkdir(dir, 0777) && errno != EEXIST) {
-		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
-			strerror(errno));
-		return 1;
-	}
-
 	st.fd = plabel_open_device();
 	if (st.fd < 0)
 		return 1;
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		close(st.fd);
+		return 1;
+	}
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
 	st.buf = malloc(PLABEL_READ_BUF);
 	syms = plabel_syms_new();
