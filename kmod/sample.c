@@ -1,3 +1,319 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Sampling: placeholder until sampling lands. */
-#include "internal.h"
+/*
+ * Sampling: one perf cpu-clock kernel counter per online CPU, created and
+ * destroyed by a dynamic CPU hotplug state, and its overflow handler, which
+ * writes SAMPLE records; THREAD records for the creator of a new task.
+ *
+ * The overflow handler runs in hard interrupt context (perf's hrtimer for
+ * cpu-clock) with interrupts disabled. It never sleeps, locks, allocates or
+ * prints: user memory is read with copy_from_user_nofault(), records go to
+ * this CPU's ring (ring.c), and everything that must sleep (walking a
+ * process's mappings, waking the reader) is left to the session's tick work
+ * or irq_work (session.c).
+ */
+#include <linux/cpuhotplug.h>
+#include <linux/perf_event.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/task_stack.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <asm/unwind.h>
+
+#include "session.h"
+
+DEFINE_PER_CPU(struct plabel_stats, plabel_stats);
+
+static DEFINE_PER_CPU(struct perf_event *, plabel_event);
+/* The running session, for CPUs coming online; under cpuhp's own locks. */
+static struct plabel_session *plabel_hp_session;
+
+/* User registers of current, or NULL for kernel threads. */
+static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
+{
+	if (regs && user_mode(regs))
+		return regs;
+	if (!current->mm || (current->flags & PF_KTHREAD))
+		return NULL;
+	return task_pt_regs(current);
+}
+
+/* The kernel call chain of an interrupt that hit kernel mode. */
+static u16 plabel_kernel_chain(struct plabel_wr *w, struct pt_regs *regs)
+{
+	struct unwind_state state;
+	u64 ip = regs->ip;
+	u16 n = 1;
+
+	plabel_wr_put(w, &ip, sizeof(ip));
+	for (unwind_start(&state, current, regs, NULL);
+	     !unwind_done(&state) && n < PLABEL_KSTACK_MAX;
+	     unwind_next_frame(&state)) {
+		ip = unwind_get_return_address(&state);
+		if (!ip)
+			break;
+		plabel_wr_put(w, &ip, sizeof(ip));
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Walk user frame pointers: each frame is {saved rbp, return address} at
+ * rbp. Stops at an unreadable, misaligned or non-increasing frame pointer.
+ */
+static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
+				u32 max, u32 *flags)
+{
+	unsigned long fp = uregs->bp;
+	u64 ip = uregs->ip;
+	u16 n = 1;
+	struct {
+		u64 next;
+		u64 ret;
+	} frame;
+
+	plabel_wr_put(w, &ip, sizeof(ip));
+	if (!user_64bit_mode(uregs))
+		return n;
+	while (n < max) {
+		if (!fp || (fp & 7) || fp < uregs->sp)
+			return n;
+		if (copy_from_user_nofault(&frame, (const void __user *)fp,
+					   sizeof(frame)))
+			return n;
+		if (!frame.ret)
+			return n;
+		plabel_wr_put(w, &frame.ret, sizeof(frame.ret));
+		n++;
+		if (frame.next <= fp)
+			return n;
+		fp = frame.next;
+	}
+	*flags |= PLABEL_SAMPLE_TRUNC;
+	return n;
+}
+
+static void plabel_user_regs_copy(u64 *r, struct pt_regs *uregs)
+{
+	r[PLABEL_REG_RAX] = uregs->ax;
+	r[PLABEL_REG_RDX] = uregs->dx;
+	r[PLABEL_REG_RCX] = uregs->cx;
+	r[PLABEL_REG_RBX] = uregs->bx;
+	r[PLABEL_REG_RSI] = uregs->si;
+	r[PLABEL_REG_RDI] = uregs->di;
+	r[PLABEL_REG_RBP] = uregs->bp;
+	r[PLABEL_REG_RSP] = uregs->sp;
+	r[PLABEL_REG_R8] = uregs->r8;
+	r[PLABEL_REG_R9] = uregs->r9;
+	r[PLABEL_REG_R10] = uregs->r10;
+	r[PLABEL_REG_R11] = uregs->r11;
+	r[PLABEL_REG_R12] = uregs->r12;
+	r[PLABEL_REG_R13] = uregs->r13;
+	r[PLABEL_REG_R14] = uregs->r14;
+	r[PLABEL_REG_R15] = uregs->r15;
+	r[PLABEL_REG_RIP] = uregs->ip;
+}
+
+/* Largest record plabel_emit_chain() may write for session s. */
+static u32 plabel_chain_max(struct plabel_session *s, bool kernel)
+{
+	u32 max = sizeof(struct plabel_rec_sample);
+
+	if (kernel)
+		max += PLABEL_KSTACK_MAX * sizeof(u64);
+	if (s->callchain == PLABEL_CALLCHAIN_FP)
+		max += s->max_stack * sizeof(u64);
+	else
+		max += sizeof(u64);
+	if (s->callchain == PLABEL_CALLCHAIN_DWARF)
+		max += PLABEL_REGS_NR * sizeof(u64) + s->stack_size;
+	return ALIGN(max, 8);
+}
+
+/*
+ * Write a SAMPLE or THREAD record to this CPU's ring. rec holds the fixed
+ * part but for the counts; kregs are the interrupted registers when the
+ * kernel chain is wanted, else NULL. Interrupts are off.
+ */
+static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
+			      struct plabel_rec_sample *rec,
+			      struct pt_regs *kregs, struct pt_regs *uregs)
+{
+	struct plabel_wr w;
+
+	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs)))
+		return false;
+	plabel_wr_put(&w, rec, sizeof(*rec));
+	if (kregs)
+		rec->nr_kernel = plabel_kernel_chain(&w, kregs);
+	if (uregs) {
+		if (s->callchain == PLABEL_CALLCHAIN_FP) {
+			rec->nr_user = plabel_user_fp_chain(&w, uregs,
+							    s->max_stack,
+							    &rec->flags);
+		} else {
+			u64 ip = uregs->ip;
+
+			plabel_wr_put(&w, &ip, sizeof(ip));
+			rec->nr_user = 1;
+		}
+	}
+	if (uregs && s->callchain == PLABEL_CALLCHAIN_DWARF &&
+	    user_64bit_mode(uregs)) {
+		u64 regs[PLABEL_REGS_NR];
+
+		plabel_user_regs_copy(regs, uregs);
+		plabel_wr_put(&w, regs, sizeof(regs));
+		rec->stack_size = plabel_wr_put_user(&w, uregs->sp,
+						     s->stack_size);
+		rec->flags |= PLABEL_SAMPLE_REGS;
+	}
+	plabel_wr_patch(&w, 0, rec, sizeof(*rec));
+	plabel_wr_commit(&w);
+	return true;
+}
+
+/* Labels first, when this session has not carried them yet. */
+static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
+			     struct plabel_set *set)
+{
+	int seen;
+
+	if (!set)
+		return 0;
+	seen = atomic_read(&set->emitted_gen);
+	if (seen != s->gen && plabel_session_emit_labelset(s, r, set))
+		atomic_cmpxchg(&set->emitted_gen, seen, s->gen);
+	return set->id;
+}
+
+static void plabel_sample(struct plabel_session *s, struct pt_regs *regs)
+{
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
+	struct plabel_rec_sample rec = {
+		.hdr.type = PLABEL_REC_SAMPLE,
+		.time_ns = ktime_get_ns(),
+		.pid = current->tgid,
+		.tid = current->pid,
+		.cpu = smp_processor_id(),
+	};
+	struct pt_regs *uregs = plabel_user_regs(regs);
+	struct pt_regs *kregs = NULL;
+	struct plabel_set *set;
+
+	if (user_mode(regs))
+		rec.flags |= PLABEL_SAMPLE_USER;
+	else if (s->record & PLABEL_RECORD_KERNEL)
+		kregs = regs;
+
+	rcu_read_lock();
+	set = plabel_current_set_rcu();
+	rec.set_id = plabel_labels_for(s, &c->ring, set);
+	rcu_read_unlock();
+
+	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs))
+		__this_cpu_inc(plabel_stats.samples);
+	if (uregs)
+		plabel_session_note_mm(s, c);
+	plabel_session_committed(s, &c->ring);
+}
+
+static void plabel_overflow(struct perf_event *event,
+			    struct perf_sample_data *data,
+			    struct pt_regs *regs)
+{
+	struct plabel_session *s = event->overflow_handler_context;
+	u64 t0 = local_clock();
+
+	if (regs && !is_idle_task(current) &&
+	    plabel_session_wants(s, current->tgid))
+		plabel_sample(s, regs);
+	__this_cpu_add(plabel_stats.handler_ns, local_clock() - t0);
+	__this_cpu_inc(plabel_stats.handler_calls);
+}
+
+void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
+			  u64 clone_flags, struct plabel_set *set)
+{
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
+	struct plabel_rec_sample rec = {
+		.hdr.type = PLABEL_REC_THREAD,
+		.time_ns = ktime_get_ns(),
+		.pid = current->tgid,
+		.tid = current->pid,
+		.cpu = smp_processor_id(),
+		.child_pid = child->tgid,
+		.child_tid = child->pid,
+	};
+	struct pt_regs *uregs = plabel_user_regs(NULL);
+
+	if (!(clone_flags & CLONE_THREAD))
+		rec.flags |= PLABEL_THREAD_PROCESS;
+	rec.set_id = plabel_labels_for(s, &c->ring, set);
+	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs);
+	if (uregs)
+		plabel_session_note_mm(s, c);
+	plabel_session_committed(s, &c->ring);
+}
+
+static int plabel_cpu_online(unsigned int cpu)
+{
+	struct plabel_session *s = plabel_hp_session;
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_period = s->period_ns,
+		.pinned = 1,
+		.exclude_idle = 1,
+	};
+	struct perf_event *event;
+
+	event = perf_event_create_kernel_counter(&attr, cpu, NULL,
+						 plabel_overflow, s);
+	if (IS_ERR(event))
+		return PTR_ERR(event);
+	per_cpu(plabel_event, cpu) = event;
+	return 0;
+}
+
+static int plabel_cpu_offline(unsigned int cpu)
+{
+	struct perf_event *event = per_cpu(plabel_event, cpu);
+
+	per_cpu(plabel_event, cpu) = NULL;
+	if (event)
+		perf_event_release_kernel(event);
+	return 0;
+}
+
+/* Process context, under plabel_session_mutex. */
+int plabel_sample_start(struct plabel_session *s)
+{
+	int ret;
+
+	plabel_hp_session = s;
+	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "plabel:online",
+				plabel_cpu_online, plabel_cpu_offline);
+	if (ret < 0) {
+		plabel_hp_session = NULL;
+		return ret;
+	}
+	s->hp_state = ret;
+	return 0;
+}
+
+/*
+ * Process context, under plabel_session_mutex. Releasing a counter removes
+ * it from its CPU first, so no handler runs for s after this returns.
+ */
+void plabel_sample_stop(struct plabel_session *s)
+{
+	if (s->hp_state < 0)
+		return;
+	cpuhp_remove_state(s->hp_state);
+	s->hp_state = -1;
+	plabel_hp_session = NULL;
+}

@@ -1,43 +1,731 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Profiling sessions: placeholder until sampling lands. */
-#include "internal.h"
+/*
+ * Profiling sessions: start/stop, the record stream (read/poll), thread
+ * creation and exec records, mapping records, target filtering.
+ *
+ * One session runs at a time system-wide; it belongs to the open file that
+ * started it and lives until that file is released (a file runs at most one
+ * session). Locking is described in session.h. What runs where:
+ *   - the overflow handler (sample.c), hard irq: plabel_session_wants(),
+ *     plabel_session_emit_labelset(), plabel_session_note_mm(),
+ *     plabel_session_committed();
+ *   - on_clone/on_exec, tracepoint probes (preemption off, may not sleep):
+ *     the same, with interrupts disabled around ring writes;
+ *   - the tick (delayed work, every PLABEL_TICK_MS): walks the mappings of
+ *     the mms the handler queued, wakes the reader;
+ *   - the wake irq_work: wakes a sleeping reader when a ring is half full.
+ */
+#include <linux/bsearch.h>
+#include <linux/capability.h>
+#include <linux/debugfs.h>
+#include <linux/hash.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 
-int plabel_session_init(void)
+#include "session.h"
+
+static DEFINE_MUTEX(plabel_session_mutex);
+/* The running session, for the tracepoint probes. */
+static struct plabel_session __rcu *plabel_active;
+static atomic_t plabel_generation = ATOMIC_INIT(0);
+
+/* Targets */
+
+static int plabel_pid_cmp(const void *a, const void *b)
 {
-	return 0;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
-void plabel_session_exit(void)
+static u32 plabel_tree_slot(pid_t tgid)
 {
+	return hash_32((u32)tgid, ilog2(PLABEL_TREE_SLOTS));
 }
+
+static bool plabel_tree_has(struct plabel_session *s, pid_t tgid)
+{
+	u32 i = plabel_tree_slot(tgid), n;
+
+	for (n = 0; n < PLABEL_TREE_SLOTS; n++) {
+		pid_t v = READ_ONCE(s->tree[i]);
+
+		if (v == tgid)
+			return true;
+		if (!v)
+			return false;
+		i = (i + 1) & (PLABEL_TREE_SLOTS - 1);
+	}
+	return false;
+}
+
+/* Any context; lock-free, entries are never removed. */
+static void plabel_tree_add(struct plabel_session *s, pid_t tgid)
+{
+	u32 i = plabel_tree_slot(tgid), n;
+
+	if (plabel_tree_has(s, tgid))
+		return;
+	if (atomic_inc_return(&s->tree_count) > PLABEL_TREE_MAX) {
+		atomic_dec(&s->tree_count);
+		this_cpu_inc(plabel_stats.tree_full);
+		return;
+	}
+	for (n = 0; n < PLABEL_TREE_SLOTS; n++) {
+		pid_t v = cmpxchg(&s->tree[i], 0, tgid);
+
+		if (!v || v == tgid)
+			return;
+		i = (i + 1) & (PLABEL_TREE_SLOTS - 1);
+	}
+}
+
+bool plabel_session_wants(struct plabel_session *s, pid_t tgid)
+{
+	switch (s->target) {
+	case PLABEL_TARGET_PIDS:
+		return bsearch(&tgid, s->pids, s->npids, sizeof(pid_t),
+			       plabel_pid_cmp);
+	case PLABEL_TARGET_TREE:
+		return plabel_tree_has(s, tgid);
+	default:
+		return true;
+	}
+}
+
+/* Records */
+
+/* Called after a ring write, interrupts off. */
+void plabel_session_committed(struct plabel_session *s, struct plabel_ring *r)
+{
+	u32 used = r->head - READ_ONCE(r->tail);
+
+	if (used >= r->size / 2 && wq_has_sleeper(&s->wq))
+		irq_work_queue(&s->wake_work);
+}
+
+bool plabel_session_emit_labelset(struct plabel_session *s,
+				  struct plabel_ring *r,
+				  struct plabel_set *set)
+{
+	struct plabel_rec_labelset rec = {
+		.hdr.type = PLABEL_REC_LABELSET,
+		.id = set->id,
+		.count = set->count,
+	};
+	struct plabel_wr w;
+	u32 size = sizeof(rec), i;
+
+	for (i = 0; i < set->count; i++)
+		size += sizeof(struct plabel_rec_label) +
+			set->labels[i].key_len + set->labels[i].value_len;
+	if (!plabel_wr_begin(&w, r, ALIGN(size, 8)))
+		return false;
+	plabel_wr_put(&w, &rec, sizeof(rec));
+	for (i = 0; i < set->count; i++) {
+		struct plabel_rec_label l = {
+			.key_len = set->labels[i].key_len,
+			.value_len = set->labels[i].value_len,
+		};
+
+		plabel_wr_put(&w, &l, sizeof(l));
+	}
+	for (i = 0; i < set->count; i++) {
+		plabel_wr_put(&w, set->labels[i].key, set->labels[i].key_len);
+		plabel_wr_put(&w, set->labels[i].value,
+			      set->labels[i].value_len);
+	}
+	plabel_wr_commit(&w);
+	return true;
+}
+
+/*
+ * Queue a scan of current's executable mappings unless this CPU scanned the
+ * same mm (same number of mappings, no exec since) recently. Interrupts off.
+ * When every pending slot is taken nothing is remembered, so a later sample
+ * tries again.
+ */
+void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
+{
+	struct mm_struct *mm = current->mm;
+	int map_count = READ_ONCE(mm->map_count);
+	u32 seq = atomic_read(&s->exec_seq);
+	struct plabel_mm_ref *e;
+	unsigned int i;
+
+	for (i = 0; i < PLABEL_MM_CACHE; i++) {
+		e = &c->cache[i];
+		if (e->mm == mm && e->tgid == current->tgid &&
+		    e->map_count == map_count && e->seq == seq)
+			return;
+	}
+	for (i = 0; i < PLABEL_MM_PENDING; i++) {
+		e = &c->pending[i];
+		if (!smp_load_acquire(&e->mm))
+			break;
+	}
+	if (i == PLABEL_MM_PENDING || !mmget_not_zero(mm))
+		return;
+	e->tgid = current->tgid;
+	smp_store_release(&e->mm, mm);
+
+	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
+	e->mm = mm;
+	e->tgid = current->tgid;
+	e->map_count = map_count;
+	e->seq = seq;
+}
+
+static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
+			     struct vm_area_struct *vma, const char *path,
+			     u32 path_len)
+{
+	struct plabel_rec_mmap rec = {
+		.hdr.type = PLABEL_REC_MMAP,
+		.time_ns = ktime_get_ns(),
+		.pid = tgid,
+		.path_len = path_len,
+		.start = vma->vm_start,
+		.end = vma->vm_end,
+		.offset = (u64)vma->vm_pgoff << PAGE_SHIFT,
+	};
+	struct plabel_ring *r;
+	struct plabel_wr w;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	r = &s->cpu[smp_processor_id()]->ring;
+	if (plabel_wr_begin(&w, r, ALIGN(sizeof(rec) + path_len, 8))) {
+		plabel_wr_put(&w, &rec, sizeof(rec));
+		plabel_wr_put(&w, path, path_len);
+		plabel_wr_commit(&w);
+		plabel_session_committed(s, r);
+	}
+	local_irq_restore(flags);
+}
+
+/* Process context: MMAP records for each executable file mapping of mm. */
+static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
+			   pid_t tgid)
+{
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+
+	mmap_read_lock(mm);
+	for_each_vma(vmi, vma) {
+		char *path;
+
+		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		path = d_path(&vma->vm_file->f_path, s->path_buf, PATH_MAX);
+		if (IS_ERR(path))
+			continue;
+		plabel_emit_mmap(s, tgid, vma, path,
+				 s->path_buf + PATH_MAX - 1 - path);
+	}
+	mmap_read_unlock(mm);
+	this_cpu_inc(plabel_stats.mm_scans);
+}
+
+/* Process context; one caller at a time (the tick, or stop after it). */
+static void plabel_scan_pending(struct plabel_session *s)
+{
+	unsigned int cpu, i;
+
+	for_each_possible_cpu(cpu) {
+		struct plabel_cpu *c = s->cpu[cpu];
+
+		for (i = 0; i < PLABEL_MM_PENDING; i++) {
+			struct plabel_mm_ref *e = &c->pending[i];
+			struct mm_struct *mm = smp_load_acquire(&e->mm);
+
+			if (!mm)
+				continue;
+			plabel_scan_mm(s, mm, e->tgid);
+			mmput(mm);
+			smp_store_release(&e->mm, NULL);
+			cond_resched();
+		}
+	}
+}
+
+static bool plabel_session_has_data(struct plabel_session *s)
+{
+	unsigned int cpu;
+
+	if (!s->stream_sent)
+		return true;
+	for_each_possible_cpu(cpu) {
+		struct plabel_ring *r = &s->cpu[cpu]->ring;
+
+		if (!plabel_ring_empty(r) ||
+		    READ_ONCE(r->lost) != r->lost_seen)
+			return true;
+	}
+	return false;
+}
+
+static void plabel_wake_fn(struct irq_work *work)
+{
+	struct plabel_session *s = container_of(work, struct plabel_session,
+						wake_work);
+
+	wake_up_interruptible(&s->wq);
+}
+
+static void plabel_tick_fn(struct work_struct *work)
+{
+	struct plabel_session *s = container_of(to_delayed_work(work),
+						struct plabel_session, tick);
+
+	plabel_scan_pending(s);
+	if (wq_has_sleeper(&s->wq))
+		wake_up_interruptible(&s->wq);
+	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
+}
+
+/* Tracepoint hooks (task.c) */
 
 void plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 			     struct plabel_set *set)
 {
+	struct plabel_session *s;
+	unsigned long flags;
+
+	rcu_read_lock();
+	s = rcu_dereference(plabel_active);
+	if (!s || !plabel_session_wants(s, current->tgid))
+		goto out;
+	if (s->target == PLABEL_TARGET_TREE && !(clone_flags & CLONE_THREAD))
+		plabel_tree_add(s, child->tgid);
+	if (s->record & PLABEL_RECORD_THREADS) {
+		local_irq_save(flags);
+		plabel_sample_thread(s, child, clone_flags, set);
+		local_irq_restore(flags);
+	}
+out:
+	rcu_read_unlock();
 }
 
 void plabel_session_on_exec(void)
 {
+	struct plabel_rec_exec rec = {
+		.hdr.type = PLABEL_REC_EXEC,
+		.pid = current->tgid,
+		.tid = current->pid,
+	};
+	struct plabel_session *s;
+	struct plabel_ring *r;
+	struct plabel_wr w;
+	unsigned long flags;
+
+	rcu_read_lock();
+	s = rcu_dereference(plabel_active);
+	if (!s || !plabel_session_wants(s, current->tgid))
+		goto out;
+	atomic_inc(&s->exec_seq);
+	rec.time_ns = ktime_get_ns();
+	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
+	local_irq_save(flags);
+	r = &s->cpu[smp_processor_id()]->ring;
+	if (plabel_wr_begin(&w, r, sizeof(rec))) {
+		plabel_wr_put(&w, &rec, sizeof(rec));
+		plabel_wr_commit(&w);
+		plabel_session_committed(s, r);
+	}
+	local_irq_restore(flags);
+out:
+	rcu_read_unlock();
+}
+
+/* Session lifetime */
+
+static void plabel_session_free(struct plabel_session *s)
+{
+	unsigned int cpu;
+
+	if (s->cpu) {
+		for_each_possible_cpu(cpu) {
+			if (!s->cpu[cpu])
+				continue;
+			plabel_ring_free(&s->cpu[cpu]->ring);
+			kfree(s->cpu[cpu]);
+		}
+		kfree(s->cpu);
+	}
+	kfree(s->path_buf);
+	kvfree(s->tree);
+	kfree(s->pids);
+	kfree(s);
+}
+
+static u32 plabel_ring_bytes(void)
+{
+	u64 bytes = (u64)READ_ONCE(plabel_ring_kb) * 1024;
+
+	bytes = clamp_t(u64, bytes, PLABEL_RING_MIN, PLABEL_RING_MAX);
+	return roundup_pow_of_two(bytes);
+}
+
+static int plabel_session_args(struct plabel_session *s,
+			       struct plabel_session_start_args *a)
+{
+	u32 v;
+
+	if (a->flags || a->pad || a->target > PLABEL_TARGET_TREE ||
+	    a->callchain > PLABEL_CALLCHAIN_DWARF ||
+	    (a->record & ~(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
+			   PLABEL_RECORD_KERNEL)))
+		return -EINVAL;
+	if (a->target == PLABEL_TARGET_ALL ? a->npids || a->pids :
+	    !a->npids || a->npids > PLABEL_MAX_PIDS)
+		return -EINVAL;
+	if (a->sample_hz > PLABEL_HZ_MAX || a->max_stack > PLABEL_STACK_MAX ||
+	    a->stack_size > PLABEL_SNAP_MAX || (a->stack_size & 7))
+		return -EINVAL;
+
+	s->target = a->target;
+	s->callchain = a->callchain;
+	s->record = a->record ?: PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS;
+	v = a->sample_hz ?: READ_ONCE(plabel_sample_hz);
+	s->hz = clamp_t(u32, v, 1, PLABEL_HZ_MAX);
+	s->period_ns = NSEC_PER_SEC / s->hz;
+	v = a->max_stack ?: READ_ONCE(plabel_max_stack);
+	s->max_stack = clamp_t(u32, v, 1, PLABEL_STACK_MAX);
+	v = a->stack_size ?: READ_ONCE(plabel_stack_size);
+	s->stack_size = round_down(min_t(u32, v, PLABEL_SNAP_MAX), 8);
+	return 0;
+}
+
+static int plabel_session_pids(struct plabel_session *s,
+			       struct plabel_session_start_args *a)
+{
+	u32 i;
+
+	if (s->target == PLABEL_TARGET_ALL)
+		return 0;
+	s->pids = kmalloc_array(a->npids, sizeof(pid_t), GFP_KERNEL);
+	if (!s->pids)
+		return -ENOMEM;
+	if (copy_from_user(s->pids, u64_to_user_ptr(a->pids),
+			   a->npids * sizeof(pid_t)))
+		return -EFAULT;
+	for (i = 0; i < a->npids; i++)
+		if (s->pids[i] <= 0)
+			return -EINVAL;
+	sort(s->pids, a->npids, sizeof(pid_t), plabel_pid_cmp, NULL);
+	s->npids = a->npids;
+	if (s->target != PLABEL_TARGET_TREE)
+		return 0;
+	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL);
+	if (!s->tree)
+		return -ENOMEM;
+	for (i = 0; i < s->npids; i++)
+		plabel_tree_add(s, s->pids[i]);
+	return 0;
+}
+
+static int plabel_session_alloc_cpus(struct plabel_session *s)
+{
+	unsigned int cpu;
+	int ret;
+
+	s->ring_size = plabel_ring_bytes();
+	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL);
+	if (!s->cpu)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		s->cpu[cpu] = kzalloc_node(sizeof(*s->cpu[cpu]), GFP_KERNEL,
+					   cpu_to_node(cpu));
+		if (!s->cpu[cpu])
+			return -ENOMEM;
+		ret = plabel_ring_alloc(&s->cpu[cpu]->ring, s->ring_size,
+					cpu_to_node(cpu));
+		if (ret)
+			return ret;
+	}
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	return s->path_buf ? 0 : -ENOMEM;
+}
+
+static int plabel_session_start(struct plabel_file *pf, void __user *uarg)
+{
+	struct plabel_session_start_args a;
+	struct plabel_session *s;
+	u32 usize;
+	int ret, gen;
+
+	if (!perfmon_capable())
+		return -EPERM;
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < sizeof(a))
+		return -EINVAL;
+	ret = copy_struct_from_user(&a, sizeof(a), uarg, usize);
+	if (ret)
+		return ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	s->hp_state = -1;
+	mutex_init(&s->read_lock);
+	init_waitqueue_head(&s->wq);
+	init_irq_work(&s->wake_work, plabel_wake_fn);
+	INIT_DELAYED_WORK(&s->tick, plabel_tick_fn);
+	ret = plabel_session_args(s, &a);
+	if (ret)
+		goto err_free;
+	ret = plabel_session_pids(s, &a);
+	if (ret)
+		goto err_free;
+
+	mutex_lock(&plabel_session_mutex);
+	ret = -EBUSY;
+	if (pf->session || rcu_access_pointer(plabel_active))
+		goto err_unlock;
+	ret = plabel_session_alloc_cpus(s);
+	if (ret)
+		goto err_unlock;
+	do {
+		gen = atomic_inc_return(&plabel_generation);
+	} while (!gen);
+	s->gen = gen;
+	s->stream = (struct plabel_rec_stream) {
+		.hdr.type = PLABEL_REC_STREAM,
+		.hdr.size = sizeof(s->stream),
+		.version = PLABEL_REC_VERSION,
+		.callchain = s->callchain,
+		.period_ns = s->period_ns,
+		.start_ns = ktime_get_ns(),
+		.ncpus = num_online_cpus(),
+		.record = s->record,
+	};
+	s->state = PLABEL_SESSION_RUNNING;
+	rcu_assign_pointer(plabel_active, s);
+	if (s->record & PLABEL_RECORD_CPU) {
+		ret = plabel_sample_start(s);
+		if (ret)
+			goto err_unpublish;
+	}
+	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
+	smp_store_release(&pf->session, s);
+	mutex_unlock(&plabel_session_mutex);
+	return 0;
+
+err_unpublish:
+	RCU_INIT_POINTER(plabel_active, NULL);
+	synchronize_rcu();
+	irq_work_sync(&s->wake_work);
+	plabel_scan_pending(s);
+err_unlock:
+	mutex_unlock(&plabel_session_mutex);
+err_free:
+	plabel_session_free(s);
+	return ret;
+}
+
+/* Under plabel_session_mutex. */
+static void plabel_session_stop_locked(struct plabel_session *s)
+{
+	if (s->state != PLABEL_SESSION_RUNNING)
+		return;
+	plabel_sample_stop(s);
+	RCU_INIT_POINTER(plabel_active, NULL);
+	synchronize_rcu();
+	cancel_delayed_work_sync(&s->tick);
+	plabel_scan_pending(s);
+	irq_work_sync(&s->wake_work);
+	smp_store_release(&s->state, PLABEL_SESSION_STOPPED);
+	wake_up_all(&s->wq);
 }
 
 long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
 			  unsigned long arg)
 {
-	return -ENOTTY;
+	struct plabel_session *s;
+
+	switch (cmd) {
+	case PLABEL_IOC_SESSION_START:
+		return plabel_session_start(pf, (void __user *)arg);
+	case PLABEL_IOC_SESSION_STOP:
+		mutex_lock(&plabel_session_mutex);
+		s = pf->session;
+		if (s)
+			plabel_session_stop_locked(s);
+		mutex_unlock(&plabel_session_mutex);
+		return s ? 0 : -EINVAL;
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* Copy whole records; under read_lock. */
+static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
+				   size_t len)
+{
+	unsigned int n, cpu = s->next_cpu;
+	size_t done = 0;
+	ssize_t ret;
+
+	if (!s->stream_sent) {
+		if (len < sizeof(s->stream))
+			return -ENOSPC;
+		if (copy_to_user(buf, &s->stream, sizeof(s->stream)))
+			return -EFAULT;
+		s->stream_sent = true;
+		done = sizeof(s->stream);
+	}
+	for (n = 0; n < nr_cpu_ids; n++, cpu = (cpu + 1) % nr_cpu_ids) {
+		struct plabel_ring *r;
+		u64 lost;
+
+		if (!cpu_possible(cpu))
+			continue;
+		r = &s->cpu[cpu]->ring;
+		lost = READ_ONCE(r->lost);
+		if (lost != r->lost_seen) {
+			struct plabel_rec_lost rec = {
+				.hdr.type = PLABEL_REC_LOST,
+				.hdr.size = sizeof(rec),
+				.cpu = cpu,
+				.lost = lost - r->lost_seen,
+			};
+
+			if (len - done < sizeof(rec))
+				break;
+			if (copy_to_user(buf + done, &rec, sizeof(rec)))
+				return done ? done : -EFAULT;
+			r->lost_seen = lost;
+			done += sizeof(rec);
+		}
+		ret = plabel_ring_copy_out(r, buf + done, len - done);
+		if (ret == -ENOSPC && done)
+			break;
+		if (ret < 0)
+			return done ? done : ret;
+		done += ret;
+		if (!plabel_ring_empty(r))
+			break;	/* buf is full */
+	}
+	s->next_cpu = cpu;
+	return done;
 }
 
 ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 			    char __user *buf, size_t len)
 {
-	return -EINVAL;
+	struct plabel_session *s = smp_load_acquire(&pf->session);
+	ssize_t ret;
+	int stopped;
+
+	if (!s || len < sizeof(s->stream))
+		return -EINVAL;
+	for (;;) {
+		if (mutex_lock_interruptible(&s->read_lock))
+			return -ERESTARTSYS;
+		stopped = smp_load_acquire(&s->state) ==
+			  PLABEL_SESSION_STOPPED;
+		ret = plabel_session_copy(s, buf, len);
+		mutex_unlock(&s->read_lock);
+		if (ret == -ENOSPC)
+			return -EINVAL;
+		if (ret || stopped)
+			return ret;
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(s->wq, plabel_session_has_data(s) ||
+					     smp_load_acquire(&s->state) ==
+					     PLABEL_SESSION_STOPPED))
+			return -ERESTARTSYS;
+	}
 }
 
 __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 			     poll_table *wait)
 {
-	return EPOLLERR;
+	struct plabel_session *s = smp_load_acquire(&pf->session);
+	__poll_t mask = 0;
+
+	if (!s)
+		return EPOLLERR;
+	poll_wait(file, &s->wq, wait);
+	if (plabel_session_has_data(s))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (smp_load_acquire(&s->state) == PLABEL_SESSION_STOPPED)
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLHUP;
+	return mask;
 }
 
 void plabel_session_release(struct plabel_file *pf)
 {
+	struct plabel_session *s;
+
+	mutex_lock(&plabel_session_mutex);
+	s = pf->session;
+	if (s)
+		plabel_session_stop_locked(s);
+	pf->session = NULL;
+	mutex_unlock(&plabel_session_mutex);
+	if (s)
+		plabel_session_free(s);
+}
+
+/* debugfs */
+
+#define PLABEL_STAT_ATTR(field)						\
+static int plabel_stat_##field##_get(void *data, u64 *val)		\
+{									\
+	unsigned int cpu;						\
+									\
+	*val = 0;							\
+	for_each_possible_cpu(cpu)					\
+		*val += READ_ONCE(per_cpu(plabel_stats, cpu).field);	\
+	return 0;							\
+}									\
+DEFINE_DEBUGFS_ATTRIBUTE(plabel_stat_##field##_fops,			\
+			 plabel_stat_##field##_get, NULL, "%llu\n")
+
+PLABEL_STAT_ATTR(samples);
+PLABEL_STAT_ATTR(records);
+PLABEL_STAT_ATTR(lost);
+PLABEL_STAT_ATTR(handler_calls);
+PLABEL_STAT_ATTR(handler_ns);
+PLABEL_STAT_ATTR(mm_scans);
+PLABEL_STAT_ATTR(tree_full);
+
+int plabel_session_init(void)
+{
+	struct dentry *d = plabel_debugfs_dir;
+
+	if (IS_ERR_OR_NULL(d))
+		return 0;
+	debugfs_create_file_unsafe("samples", 0444, d, NULL,
+				   &plabel_stat_samples_fops);
+	debugfs_create_file_unsafe("records", 0444, d, NULL,
+				   &plabel_stat_records_fops);
+	debugfs_create_file_unsafe("lost", 0444, d, NULL,
+				   &plabel_stat_lost_fops);
+	debugfs_create_file_unsafe("handler_calls", 0444, d, NULL,
+				   &plabel_stat_handler_calls_fops);
+	debugfs_create_file_unsafe("handler_ns_total", 0444, d, NULL,
+				   &plabel_stat_handler_ns_fops);
+	debugfs_create_file_unsafe("mm_scans", 0444, d, NULL,
+				   &plabel_stat_mm_scans_fops);
+	debugfs_create_file_unsafe("tree_full", 0444, d, NULL,
+				   &plabel_stat_tree_full_fops);
+	return 0;
+}
+
+void plabel_session_exit(void)
+{
+	WARN_ON_ONCE(rcu_access_pointer(plabel_active));
 }

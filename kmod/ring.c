@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-CPU record rings.
+ *
+ * The kernel's tracing ring buffer (linux/ring_buffer.h) limits one event to
+ * a little less than a page, too small for a dwarf-mode sample with its
+ * default 8 KiB stack snapshot. This ring holds records of any size up to its
+ * own: a record is reserved for its largest possible size, written in pieces
+ * (wrapping at the end of the array), shrunk to its real size and published.
+ * The locking rules are in session.h.
+ */
+#include <linux/kernel.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "session.h"
+
+int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node)
+{
+	r->data = vzalloc_node(size, node);
+	if (!r->data)
+		return -ENOMEM;
+	r->size = size;
+	r->head = 0;
+	r->tail = 0;
+	r->lost = 0;
+	r->lost_seen = 0;
+	return 0;
+}
+
+void plabel_ring_free(struct plabel_ring *r)
+{
+	vfree(r->data);
+	r->data = NULL;
+}
+
+/*
+ * Reserve max bytes (a multiple of 8) for one record. Fails, counting the
+ * record as lost, when the ring lacks the room.
+ */
+bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max)
+{
+	u64 tail = smp_load_acquire(&r->tail);
+
+	if (max > r->size - (u32)(r->head - tail)) {
+		WRITE_ONCE(r->lost, r->lost + 1);
+		__this_cpu_inc(plabel_stats.lost);
+		return false;
+	}
+	w->ring = r;
+	w->start = r->head;
+	w->len = 0;
+	w->max = max;
+	return true;
+}
+
+/* Bytes from position pos: first piece up to the end of the array. */
+static u32 plabel_ring_piece(struct plabel_ring *r, u64 pos, u32 len)
+{
+	u32 off = pos & (r->size - 1);
+
+	return min(len, r->size - off);
+}
+
+static void plabel_ring_write(struct plabel_ring *r, u64 pos, const void *src,
+			      u32 len)
+{
+	u32 first = plabel_ring_piece(r, pos, len);
+
+	memcpy(r->data + (pos & (r->size - 1)), src, first);
+	if (len > first)
+		memcpy(r->data, src + first, len - first);
+}
+
+void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len)
+{
+	if (unlikely(len > w->max - w->len))
+		return;
+	plabel_ring_write(w->ring, w->start + w->len, src, len);
+	w->len += len;
+}
+
+void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len)
+{
+	if (unlikely(off > w->len || len > w->len - off))
+		return;
+	plabel_ring_write(w->ring, w->start + off, src, len);
+}
+
+/*
+ * Copy len bytes of user memory at uaddr without faulting, page by page, and
+ * stop at the first page that cannot be read. Returns the bytes copied.
+ */
+u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len)
+{
+	struct plabel_ring *r = w->ring;
+	u32 done = 0;
+
+	len = min(len, w->max - w->len);
+	while (done < len) {
+		u64 pos = w->start + w->len;
+		u32 n = len - done;
+
+		n = min_t(u32, n, PAGE_SIZE - (uaddr & ~PAGE_MASK));
+		n = plabel_ring_piece(r, pos, n);
+		if (copy_from_user_nofault(r->data + (pos & (r->size - 1)),
+					   (const void __user *)uaddr, n))
+			break;
+		w->len += n;
+		done += n;
+		uaddr += n;
+	}
+	return done;
+}
+
+/* Pad to 8 bytes, set the header's size and publish the record. */
+void plabel_wr_commit(struct plabel_wr *w)
+{
+	static const u8 zeros[8];
+	struct plabel_ring *r = w->ring;
+	u32 size = ALIGN(w->len, 8);
+	u32 *hsize;
+
+	if (size > w->len)
+		plabel_wr_put(w, zeros, size - w->len);
+	/* the header is 8 bytes at an 8-aligned position: never split */
+	hsize = (u32 *)(r->data + ((w->start + 4) & (r->size - 1)));
+	*hsize = size;
+	smp_store_release(&r->head, w->start + size);
+	__this_cpu_inc(plabel_stats.records);
+}
+
+bool plabel_ring_empty(struct plabel_ring *r)
+{
+	return smp_load_acquire(&r->head) == r->tail;
+}
+
+/*
+ * Copy whole records to buf, at most len bytes. Returns the bytes copied,
+ * -ENOSPC when the next record does not fit into len at all, -EFAULT.
+ */
+ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
+			     size_t len)
+{
+	u64 head = smp_load_acquire(&r->head);
+	u64 tail = r->tail;
+	size_t done = 0;
+
+	while (tail != head) {
+		struct plabel_rec_header hdr;
+		u32 first;
+
+		memcpy(&hdr, r->data + (tail & (r->size - 1)), sizeof(hdr));
+		if (WARN_ON_ONCE(hdr.size < sizeof(hdr) || hdr.size & 7 ||
+				 hdr.size > head - tail)) {
+			/* cannot happen; drop the ring's contents */
+			smp_store_release(&r->tail, head);
+			break;
+		}
+		if (hdr.size > len - done) {
+			if (!done)
+				return -ENOSPC;
+			break;
+		}
+		first = plabel_ring_piece(r, tail, hdr.size);
+		if (copy_to_user(buf + done, r->data + (tail & (r->size - 1)),
+				 first))
+			return done ? done : -EFAULT;
+		if (hdr.size > first &&
+		    copy_to_user(buf + done + first, r->data,
+				 hdr.size - first))
+			return done ? done : -EFAULT;
+		done += hdr.size;
+		tail += hdr.size;
+		smp_store_release(&r->tail, tail);
+	}
+	return done;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private interfaces of the profiling session (session.c), the sampler
+ * (sample.c) and the per-CPU record rings (ring.c).
+ *
+ * Rings: one per possible CPU, a power-of-two byte array with free-running
+ * head (producer) and tail (consumer) positions. Every writer of a CPU's ring
+ * runs on that CPU with interrupts disabled (the perf overflow handler in hard
+ * interrupt context; clone/exec/mmap writers in process context wrap their
+ * writes in local_irq_save()), so there is exactly one producer at a time per
+ * ring and records never interleave. The consumer is read(), serialized by
+ * the session's read_lock. head is published with smp_store_release() after
+ * the record's bytes, tail after they were copied out; each side reads the
+ * other's position with smp_load_acquire().
+ *
+ * Lock order: plabel_session_mutex (start/stop/release) > session->read_lock
+ * > mmap_lock of a scanned mm. Nothing in interrupt context takes a lock.
+ */
+#ifndef PLABEL_SESSION_H
+#define PLABEL_SESSION_H
+
+#include <linux/irq_work.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "internal.h"
+
+#define PLABEL_HZ_MAX		20000	/* sample_hz ceiling */
+#define PLABEL_STACK_MAX	1024	/* max_stack ceiling, user frames */
+#define PLABEL_KSTACK_MAX	64	/* kernel frames per record */
+#define PLABEL_SNAP_MAX		65528	/* dwarf stack_size ceiling, bytes */
+#define PLABEL_RING_MIN		4096	/* bytes */
+#define PLABEL_RING_MAX		(64U << 20)
+#define PLABEL_TREE_MAX		4096	/* processes a TREE session follows */
+#define PLABEL_TREE_SLOTS	(2 * PLABEL_TREE_MAX)
+#define PLABEL_MM_CACHE		8	/* recently scanned mms, per CPU */
+#define PLABEL_MM_PENDING	16	/* mm scans waiting, per CPU */
+#define PLABEL_TICK_MS		50	/* reader wake-up / mm scan period */
+
+struct plabel_ring {
+	u8 *data;
+	u32 size;		/* bytes, power of two */
+	u64 head;		/* producer position */
+	u64 tail;		/* consumer position */
+	u64 lost;		/* producer: records dropped, in total */
+	u64 lost_seen;		/* consumer: drops already reported */
+};
+
+/* A record being written into a ring; see plabel_wr_begin(). */
+struct plabel_wr {
+	struct plabel_ring *ring;
+	u64 start;
+	u32 len;
+	u32 max;
+};
+
+struct plabel_mm_ref {
+	struct mm_struct *mm;	/* NULL: free; set last (release) */
+	pid_t tgid;
+	int map_count;		/* cache only */
+	u32 seq;		/* cache only: session exec_seq */
+};
+
+/* Per CPU state of a session; written only on that CPU with irqs off. */
+struct plabel_cpu {
+	struct plabel_ring ring;
+	struct plabel_mm_ref cache[PLABEL_MM_CACHE];
+	unsigned int cache_next;
+	struct plabel_mm_ref pending[PLABEL_MM_PENDING];
+};
+
+enum plabel_session_state {
+	PLABEL_SESSION_RUNNING = 1,
+	PLABEL_SESSION_STOPPED = 2,
+};
+
+struct plabel_session {
+	/* options in force, fixed while running */
+	u32 target;
+	u32 callchain;
+	u32 record;
+	u32 hz;
+	u64 period_ns;
+	u32 max_stack;
+	u32 stack_size;
+	u32 gen;		/* generation, for plabel_set.emitted_gen */
+	pid_t *pids;		/* PIDS: sorted */
+	u32 npids;
+	pid_t *tree;		/* TREE: open-addressed tgids, 0 is empty */
+	atomic_t tree_count;
+	atomic_t exec_seq;	/* bumped by exec: invalidates mm caches */
+
+	struct plabel_cpu **cpu;	/* [nr_cpu_ids], possible CPUs */
+	u32 ring_size;
+	int hp_state;		/* cpuhp dynamic state, < 0: none */
+
+	int state;		/* enum plabel_session_state */
+	struct plabel_rec_stream stream;
+	bool stream_sent;	/* under read_lock */
+	unsigned int next_cpu;	/* under read_lock */
+	struct mutex read_lock;
+	wait_queue_head_t wq;
+	struct irq_work wake_work;
+	struct delayed_work tick;
+	char *path_buf;		/* PATH_MAX, for the mm scanner */
+};
+
+/* Counters shown in debugfs, per CPU, updated with irqs off. */
+struct plabel_stats {
+	u64 samples;		/* SAMPLE records written */
+	u64 records;		/* all records written to rings */
+	u64 lost;		/* records dropped, ring full */
+	u64 handler_calls;
+	u64 handler_ns;		/* local_clock() time inside the handler */
+	u64 mm_scans;
+	u64 tree_full;		/* TREE processes not followed */
+};
+DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
+
+/* ring.c; irqs off, on the ring's CPU, for the producer side */
+int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node);
+void plabel_ring_free(struct plabel_ring *r);
+bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max);
+void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len);
+u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
+void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len);
+void plabel_wr_commit(struct plabel_wr *w);
+/* consumer side, under read_lock */
+bool plabel_ring_empty(struct plabel_ring *r);
+ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
+			     size_t len);
+
+/* session.c, any context */
+bool plabel_session_wants(struct plabel_session *s, pid_t tgid);
+void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c);
+void plabel_session_committed(struct plabel_session *s, struct plabel_ring *r);
+bool plabel_session_emit_labelset(struct plabel_session *s,
+				  struct plabel_ring *r,
+				  struct plabel_set *set);
+
+/* sample.c */
+int plabel_sample_start(struct plabel_session *s);
+void plabel_sample_stop(struct plabel_session *s);
+/* irqs off; current is the creator */
+void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
+			  u64 clone_flags, struct plabel_set *set);
+
+#endif /* PLABEL_SESSION_H */

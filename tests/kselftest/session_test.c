@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Profiling sessions: who may start one, one at a time, argument checks,
+ * read()/poll() semantics, teardown on close, and lost-record accounting
+ * when the reader does not keep up (or never reads).
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+
+#include "session_util.h"
+#include "kselftest/kselftest_harness.h"
+
+#define NEED_ROOT() do {						\
+	if (!su_have_dev())						\
+		SKIP(return, SU_DEV " absent: module not loaded");	\
+	if (geteuid())							\
+		SKIP(return, "needs root for CAP_PERFMON");		\
+} while (0)
+
+static int start_self(int fd, uint32_t callchain, uint32_t hz)
+{
+	struct plabel_session_start_args a;
+	int32_t pid = getpid();
+
+	su_args_init(&a);
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&pid;
+	a.npids = 1;
+	a.callchain = callchain;
+	a.sample_hz = hz;
+	return su_start(fd, &a);
+}
+
+/* In a child: drop the two capabilities a session needs, try to start one. */
+static int child_start_errno(int how)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1000;
+	if (!pid) {
+		struct __user_cap_header_struct hdr = {
+			.version = _LINUX_CAPABILITY_VERSION_3,
+		};
+		struct __user_cap_data_struct d[2];
+		int fd, err;
+
+		if (how == 0) {
+			/* stay root, lose CAP_SYS_ADMIN and CAP_PERFMON */
+			if (syscall(SYS_capget, &hdr, d))
+				_exit(100);
+			d[CAP_SYS_ADMIN / 32].effective &=
+				~(1U << (CAP_SYS_ADMIN % 32));
+			d[CAP_PERFMON / 32].effective &=
+				~(1U << (CAP_PERFMON % 32));
+			if (syscall(SYS_capset, &hdr, d))
+				_exit(101);
+		} else if (setresgid(65534, 65534, 65534) ||
+			   setresuid(65534, 65534, 65534)) {
+			_exit(102);
+		}
+		fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(103);
+		err = start_self(fd, PLABEL_CALLCHAIN_FP, 99);
+		_exit(err < 0 ? -err : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1001;
+	return WEXITSTATUS(status);
+}
+
+TEST(start_needs_perfmon_or_sys_admin)
+{
+	NEED_ROOT();
+	ASSERT_EQ(EPERM, child_start_errno(0));
+	ASSERT_EQ(EPERM, child_start_errno(1));
+}
+
+TEST(one_session_at_a_time)
+{
+	int fd1, fd2, fd3;
+
+	NEED_ROOT();
+	fd1 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	fd2 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	fd3 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd1);
+	ASSERT_LE(0, fd2);
+	ASSERT_LE(0, fd3);
+	ASSERT_EQ(0, start_self(fd1, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(-EBUSY, start_self(fd2, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(-EBUSY, start_self(fd1, PLABEL_CALLCHAIN_FP, 99));
+	ASSERT_EQ(0, su_stop(fd1));
+	/* stopping twice is harmless; a file runs one session only */
+	EXPECT_EQ(0, su_stop(fd1));
+	EXPECT_EQ(-EBUSY, start_self(fd1, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(0, start_self(fd2, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(-EBUSY, start_self(fd3, PLABEL_CALLCHAIN_FP, 99));
+	close(fd2);	/* close without stop tears the session down */
+	EXPECT_EQ(0, start_self(fd3, PLABEL_CALLCHAIN_DWARF, 99));
+	close(fd3);
+	close(fd1);
+}
+
+TEST(bad_arguments)
+{
+	struct plabel_session_start_args a;
+	int32_t pids[2] = { getpid(), -1 };
+	char big[sizeof(a) + 8];
+	char rbuf[64];
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EINVAL, su_stop(fd));
+	EXPECT_EQ(-1, read(fd, rbuf, sizeof(rbuf)));
+	EXPECT_EQ(EINVAL, errno);
+
+#define BAD(expect, stmt) do {						\
+		su_args_init(&a);					\
+		stmt;							\
+		EXPECT_EQ(expect, su_start(fd, &a)) TH_LOG(#stmt);	\
+	} while (0)
+	BAD(-EINVAL, a.flags = 1);
+	BAD(-EINVAL, a.pad = 1);
+	BAD(-EINVAL, a.target = 3);
+	BAD(-EINVAL, a.callchain = 3);
+	BAD(-EINVAL, a.record = 1U << 7);
+	BAD(-EINVAL, a.sample_hz = 20001);
+	BAD(-EINVAL, a.max_stack = 1025);
+	BAD(-EINVAL, a.stack_size = 12);
+	BAD(-EINVAL, a.stack_size = 65536);
+	BAD(-EINVAL, a.npids = 1);
+	BAD(-EINVAL, a.pids = (uintptr_t)pids);
+	BAD(-EINVAL, a.target = PLABEL_TARGET_PIDS);
+	BAD(-EINVAL, (a.target = PLABEL_TARGET_PIDS, a.pids = (uintptr_t)pids,
+		      a.npids = PLABEL_MAX_PIDS + 1));
+	BAD(-EINVAL, (a.target = PLABEL_TARGET_TREE, a.pids = (uintptr_t)pids,
+		      a.npids = 2));
+	BAD(-EFAULT, (a.target = PLABEL_TARGET_PIDS, a.pids = 8, a.npids = 1));
+	BAD(-EINVAL, a.size = 8);
+#undef BAD
+	/* a larger struct from a newer caller: zero tail fine, else E2BIG */
+	memset(big, 0, sizeof(big));
+	su_args_init(&a);
+	a.size = sizeof(big);
+	a.sample_hz = 99;
+	memcpy(big, &a, sizeof(a));
+	big[sizeof(a) + 3] = 1;
+	EXPECT_EQ(-1, ioctl(fd, PLABEL_IOC_SESSION_START, big));
+	EXPECT_EQ(E2BIG, errno);
+	big[sizeof(a) + 3] = 0;
+	EXPECT_EQ(0, ioctl(fd, PLABEL_IOC_SESSION_START, big));
+	/* a buffer smaller than the next record */
+	EXPECT_EQ(-1, read(fd, rbuf, 16));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, su_stop(fd));
+	close(fd);
+}
+
+TEST(read_poll_and_eof)
+{
+	struct su_stream st = { 0 };
+	struct pollfd p;
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, fd);
+	p.fd = fd;
+	p.events = POLLIN;
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
+	/* the stream record is there at once */
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	n = read(fd, buf, sizeof(buf));
+	ASSERT_LE((ssize_t)sizeof(struct plabel_rec_stream), n);
+	EXPECT_EQ((uint32_t)PLABEL_REC_STREAM, ((struct plabel_rec_header *)buf)->type);
+	EXPECT_EQ((uint32_t)PLABEL_REC_VERSION,
+		  ((struct plabel_rec_stream *)buf)->version);
+	EXPECT_EQ(1000000000ull / 999,
+		  ((struct plabel_rec_stream *)buf)->period_ns);
+	/* nothing more while this thread sleeps */
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	EXPECT_EQ(EAGAIN, errno);
+	/* samples wake a poller (the tick wakes within 50 ms) */
+	su_burn_cpu(100000000);
+	EXPECT_EQ(1, poll(&p, 1, 2000));
+	EXPECT_TRUE(p.revents & POLLIN);
+	ASSERT_EQ(0, su_stop(fd));
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_TRUE(p.revents & POLLHUP);
+	ASSERT_EQ(0, su_drain(fd, &st));
+	EXPECT_LT(0U, st.len);
+	su_check(&st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_LT(0U, su_count(&st, PLABEL_REC_SAMPLE));
+	/* after the drain: EOF, again and again */
+	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
+	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* A blocking reader wakes for records and returns 0 after a stop. */
+static void *stopper(void *arg)
+{
+	int fd = *(int *)arg;
+
+	su_burn_cpu(150000000);
+	su_stop(fd);
+	return NULL;
+}
+
+TEST(blocking_read_until_stop)
+{
+	struct su_stream st = { 0 };
+	pthread_t t;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
+	ASSERT_EQ(0, pthread_create(&t, NULL, stopper, &fd));
+	ASSERT_EQ(0, su_drain(fd, &st));
+	pthread_join(t, NULL);
+	su_check(&st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_EQ((uint32_t)PLABEL_REC_STREAM, ((struct plabel_rec_header *)st.buf)->type);
+	EXPECT_LT(0U, su_count(&st, PLABEL_REC_SAMPLE));
+	su_stream_free(&st);
+	close(fd);
+}
+
+/*
+ * A tiny ring and a reader that does not read while samples pile up: the
+ * session keeps running, drops are counted, every dropped record shows up
+ * in LOST records, and what the rings took equals what read() delivered.
+ */
+TEST(lost_records_tiny_ring)
+{
+	long long ring_kb, rec0, lost0, rec1, lost1;
+	struct su_stream st = { 0 };
+	uint64_t delivered, lost;
+	int fd;
+
+	NEED_ROOT();
+	ring_kb = su_read_num(SU_SYSCTL "ring_kb");
+	rec0 = su_read_num(SU_DEBUGFS "records");
+	lost0 = su_read_num(SU_DEBUGFS "lost");
+	if (ring_kb < 0 || rec0 < 0 || lost0 < 0)
+		SKIP(return, "no ring_kb sysctl or debugfs counters");
+	ASSERT_EQ(0, su_write_num(SU_SYSCTL "ring_kb", 16));
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	/* dwarf: about 8 KiB a sample, so a 16 KiB ring overflows at once */
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_DWARF, 2000));
+	su_write_num(SU_SYSCTL "ring_kb", ring_kb);
+	su_burn_cpu(300000000);
+	ASSERT_EQ(0, su_stop(fd));
+	rec1 = su_read_num(SU_DEBUGFS "records");
+	lost1 = su_read_num(SU_DEBUGFS "lost");
+	ASSERT_EQ(0, su_drain(fd, &st));
+	su_check(&st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	lost = su_count(&st, PLABEL_REC_LOST);
+	/* STREAM and LOST are made by read(), the rest went through rings */
+	delivered = 0;
+	{
+		struct plabel_rec_header *h;
+		size_t off = 0;
+
+		while ((h = su_next(&st, &off)))
+			if (h->type != PLABEL_REC_STREAM &&
+			    h->type != PLABEL_REC_LOST)
+				delivered++;
+	}
+	EXPECT_LT(0U, lost);
+	EXPECT_LT(0U, su_count(&st, PLABEL_REC_SAMPLE));
+	EXPECT_EQ((uint64_t)(lost1 - lost0), lost);
+	EXPECT_EQ((uint64_t)(rec1 - rec0), delivered);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* Closing the file with a running session stops the counters. */
+TEST(close_tears_down)
+{
+	long long c0, c1, c2;
+	int fd;
+
+	NEED_ROOT();
+	c0 = su_read_num(SU_DEBUGFS "handler_calls");
+	if (c0 < 0)
+		SKIP(return, "no debugfs counters");
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
+	su_burn_cpu(50000000);
+	close(fd);
+	c1 = su_read_num(SU_DEBUGFS "handler_calls");
+	EXPECT_LT(c0, c1);
+	su_burn_cpu(50000000);
+	c2 = su_read_num(SU_DEBUGFS "handler_calls");
+	EXPECT_EQ(c1, c2);
+	/* and the next session can start */
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_NONE, 99));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN

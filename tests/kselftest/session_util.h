@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the session tests: starting sessions, reading the
+ * record stream to its end and checking every record's framing, label sets,
+ * sysctls and debugfs counters.
+ */
+#ifndef PLABEL_SESSION_UTIL_H
+#define PLABEL_SESSION_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "plabel_uapi.h"
+
+#define SU_DEV		"/dev/plabel"
+#define SU_DEBUGFS	"/sys/kernel/debug/plabel/"
+#define SU_SYSCTL	"/proc/sys/kernel/plabel/"
+
+static inline int su_have_dev(void)
+{
+	return access(SU_DEV, F_OK) == 0;
+}
+
+static inline pid_t su_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static inline uint64_t su_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static inline uint64_t su_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Intern one label key=value; returns the id, 0 on failure. */
+static inline uint64_t su_set_new(int fd, const char *key, const char *value)
+{
+	struct plabel_label l = {
+		.key = (uintptr_t)key,
+		.value = (uintptr_t)value,
+		.key_len = strlen(key),
+		.value_len = strlen(value),
+	};
+	struct plabel_set_new_args a = {
+		.size = sizeof(a),
+		.labels = (uintptr_t)&l,
+		.count = 1,
+	};
+
+	if (ioctl(fd, PLABEL_IOC_SET_NEW, &a))
+		return 0;
+	return a.id;
+}
+
+static inline int su_labels_set(int fd, uint64_t id)
+{
+	struct plabel_labels_set_args a = { .size = sizeof(a), .id = id };
+
+	return ioctl(fd, PLABEL_IOC_LABELS_SET, &a) ? -errno : 0;
+}
+
+static inline int su_slot_set(int fd, volatile uint64_t *slot)
+{
+	struct plabel_slot_args a = {
+		.size = sizeof(a),
+		.addr = (uintptr_t)slot,
+	};
+
+	return ioctl(fd, PLABEL_IOC_SLOT_SET, &a) ? -errno : 0;
+}
+
+static inline void su_args_init(struct plabel_session_start_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+}
+
+static inline int su_start(int fd, struct plabel_session_start_args *a)
+{
+	return ioctl(fd, PLABEL_IOC_SESSION_START, a) ? -errno : 0;
+}
+
+static inline int su_stop(int fd)
+{
+	return ioctl(fd, PLABEL_IOC_SESSION_STOP) ? -errno : 0;
+}
+
+/* Numbers from a sysctl or debugfs file; -1 when unreadable. */
+static inline long long su_read_num(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static inline int su_write_num(const char *path, long long v)
+{
+	FILE *f = fopen(path, "we");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%lld\n", v) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/* The whole stream of a session, read until EOF. */
+struct su_stream {
+	char *buf;
+	size_t len;
+	size_t cap;
+	int bad;		/* framing errors found */
+	char why[128];
+};
+
+/*
+ * Append everything read() returns until it returns 0 (the session must
+ * have been stopped) or fails. Returns 0 or -errno.
+ */
+static inline int su_drain(int fd, struct su_stream *st)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (st->cap - st->len < (1 << 20)) {
+			size_t cap = st->cap ? st->cap * 2 : 4 << 20;
+			char *p = realloc(st->buf, cap);
+
+			if (!p)
+				return -ENOMEM;
+			st->buf = p;
+			st->cap = cap;
+		}
+		n = read(fd, st->buf + st->len, st->cap - st->len);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		st->len += n;
+	}
+}
+
+static inline void su_stream_free(struct su_stream *st)
+{
+	free(st->buf);
+	memset(st, 0, sizeof(*st));
+}
+
+/* Iterate records; returns NULL at the end or at a framing error. */
+static inline struct plabel_rec_header *su_next(struct su_stream *st,
+						size_t *off)
+{
+	struct plabel_rec_header *h;
+
+	if (*off + sizeof(*h) > st->len)
+		return NULL;
+	h = (struct plabel_rec_header *)(st->buf + *off);
+	if (h->size < sizeof(*h) || h->size % 8 || h->size > st->len - *off) {
+		st->bad++;
+		snprintf(st->why, sizeof(st->why), "bad size %u at %zu",
+			 h->size, *off);
+		return NULL;
+	}
+	*off += h->size;
+	return h;
+}
+
+/* Check each record's size against its type; counts errors in st->bad. */
+static inline void su_check(struct su_stream *st)
+{
+	struct plabel_rec_header *h;
+	size_t off = 0;
+
+	while ((h = su_next(st, &off))) {
+		size_t need = 0;
+
+		switch (h->type) {
+		case PLABEL_REC_STREAM:
+			need = sizeof(struct plabel_rec_stream);
+			break;
+		case PLABEL_REC_LABELSET: {
+			struct plabel_rec_labelset *l = (void *)h;
+			struct plabel_rec_label *e = (void *)(l + 1);
+			uint32_t i;
+
+			need = sizeof(*l);
+			if (h->size >= need)
+				need += l->count * sizeof(*e);
+			if (h->size >= need)
+				for (i = 0; i < l->count; i++)
+					need += e[i].key_len + e[i].value_len;
+			break;
+		}
+		case PLABEL_REC_SAMPLE:
+		case PLABEL_REC_THREAD: {
+			struct plabel_rec_sample *s = (void *)h;
+
+			need = sizeof(*s);
+			if (h->size >= need)
+				need += 8 * (s->nr_kernel + s->nr_user);
+			if (h->size >= need && (s->flags & PLABEL_SAMPLE_REGS))
+				need += 8 * PLABEL_REGS_NR + s->stack_size;
+			break;
+		}
+		case PLABEL_REC_LOST:
+			need = sizeof(struct plabel_rec_lost);
+			break;
+		case PLABEL_REC_MMAP: {
+			struct plabel_rec_mmap *m = (void *)h;
+
+			need = sizeof(*m);
+			if (h->size >= need)
+				need += m->path_len;
+			break;
+		}
+		case PLABEL_REC_EXEC:
+			need = sizeof(struct plabel_rec_exec);
+			break;
+		default:
+			st->bad++;
+			snprintf(st->why, sizeof(st->why), "unknown type %u",
+				 h->type);
+			continue;
+		}
+		if (h->size < need || h->size >= need + 8) {
+			st->bad++;
+			snprintf(st->why, sizeof(st->why),
+				 "type %u size %u, contents need %zu",
+				 h->type, h->size, need);
+		}
+	}
+}
+
+static inline uint64_t *su_ips(struct plabel_rec_sample *s)
+{
+	return (uint64_t *)(s + 1);
+}
+
+/* Count records of a type; the sum of lost counts for LOST. */
+static inline uint64_t su_count(struct su_stream *st, uint32_t type)
+{
+	struct plabel_rec_header *h;
+	size_t off = 0;
+	uint64_t n = 0;
+
+	while ((h = su_next(st, &off))) {
+		if (h->type != type)
+			continue;
+		if (type == PLABEL_REC_LOST)
+			n += ((struct plabel_rec_lost *)h)->lost;
+		else
+			n++;
+	}
+	return n;
+}
+
+/* The LABELSET record for id, or NULL. */
+static inline struct plabel_rec_labelset *su_labelset(struct su_stream *st,
+						      uint64_t id)
+{
+	struct plabel_rec_header *h;
+	size_t off = 0;
+
+	while ((h = su_next(st, &off)))
+		if (h->type == PLABEL_REC_LABELSET &&
+		    ((struct plabel_rec_labelset *)h)->id == id)
+			return (void *)h;
+	return NULL;
+}
+
+/* 1 when the set record is exactly {key=value}. */
+static inline int su_labelset_is(struct plabel_rec_labelset *l,
+				 const char *key, const char *value)
+{
+	struct plabel_rec_label *e = (void *)(l + 1);
+	const char *p = (const char *)(e + l->count);
+
+	return l->count == 1 && e->key_len == strlen(key) &&
+	       e->value_len == strlen(value) &&
+	       !memcmp(p, key, e->key_len) &&
+	       !memcmp(p + e->key_len, value, e->value_len);
+}
+
+/* Burn CPU in this thread for about ns of its own CPU time. */
+static inline void su_burn_cpu(uint64_t ns)
+{
+	uint64_t end = su_thread_cpu_ns() + ns;
+	volatile uint64_t x = 0;
+	int i;
+
+	while (su_thread_cpu_ns() < end)
+		for (i = 0; i < 200000; i++)
+			x += i;
+}
+
+#endif /* PLABEL_SESSION_UTIL_H */
