@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared by tests/e2e/*.sh: run from the checkout directory inside the VM
+# (module loaded, plabel installed), as root.
+#
+#   . tests/e2e/lib/common.sh NAME
+#   e2e_need_module              SKIP everything without /dev/plabel
+#   e2e_record DIR ARGS..        plabel record -o DIR ARGS.. (log in DIR.log)
+#   e2e_tag_pct FILE KEY VALUE   percentage `go tool pprof -tags` gives VALUE
+#   e2e_trace FILE LABEL_ERE F..  a `-traces` sample with a label line matching
+#                                LABEL_ERE and frames F.. in order, leaf first
+
+. tests/lib.sh
+
+export HOME=/tmp GOCACHE=/tmp/gocache GOFLAGS= GOPROXY=off
+E2E_NAME=$1
+E2E_BIN=build/tests/e2e
+E2E_OUT=${PLABEL_TEST_OUT:-/tmp}/e2e-$E2E_NAME
+PLABEL=$(command -v plabel || echo build/bin/plabel)
+rm -rf "$E2E_OUT"
+mkdir -p "$E2E_OUT"
+
+e2e_need_module() {
+	if [ ! -e /dev/plabel ]; then
+		t_skip "$E2E_NAME" "no /dev/plabel (module not loaded)"
+		t_done
+		exit 0
+	fi
+	if ! command -v go >/dev/null; then
+		t_skip "$E2E_NAME" "go tool pprof not installed"
+		t_done
+		exit 0
+	fi
+}
+
+e2e_record() {
+	_d=$1
+	shift
+	"$PLABEL" record -o "$_d" "$@" >"$_d.log" 2>&1
+	_rc=$?
+	sed 's/^/# /' "$_d.log"
+	return $_rc
+}
+
+e2e_pprof() {
+	go tool pprof "$@" 2>/dev/null
+}
+
+e2e_tag_pct() {
+	e2e_pprof -tags "$1" | awk -v key="$2" -v val="$3" '
+		$1 == key ":" && $2 == "Total" { in_key = 1; next }
+		$2 == "Total" { in_key = 0 }
+		in_key && $NF == val {
+			p = $0
+			sub(/^[^(]*\(/, "", p)
+			sub(/%.*/, "", p)
+			print p + 0
+			found = 1
+		}
+		END { if (!found) print 0 }'
+}
+
+e2e_trace() {
+	_f=$1
+	_lab=$2
+	shift 2
+	e2e_pprof -traces "$_f" | awk -v lab="$_lab" -v frames="$*" '
+		BEGIN { n = split(frames, want, " ") }
+		function check() { if (haslab && k > n) found = 1 }
+		/^-----------\+/ { check(); haslab = 0; k = 1; started = 1; next }
+		!started { next }
+		/^ *[A-Za-z0-9_.]+: / {
+			if ($0 ~ lab)
+				haslab = 1
+			next
+		}
+		{
+			line = $0
+			sub(/ \(inline\)$/, "", line)
+			m = split(line, w, " ")
+			if (k <= n && m && w[m] == want[k])
+				k++
+		}
+		END { check(); exit !found }'
+}
+
+# e2e_between VALUE LO HI: LO <= VALUE <= HI (decimals allowed)
+e2e_between() {
+	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'
+}
