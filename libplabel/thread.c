@@ -215,6 +215,23 @@ static void plabel_overflow_sweep(struct plabel_thread *t)
 	}
 }
 
+/* Drop the cached sets this thread does not use now; how many. */
+static int plabel_tc_shrink(struct plabel_thread *t)
+{
+	int i, n = 0;
+
+	for (i = 0; i < PLABEL_TC_BUCKETS * PLABEL_TC_WAYS; i++) {
+		struct plabel_tc_ent *e = &t->cache[i];
+
+		if (e->set && !plabel_pinned(t, e->set)) {
+			plabel_put(e->set);
+			e->set = NULL;
+			n++;
+		}
+	}
+	return n;
+}
+
 /*
  * Slow path: validate kvs, merge them into base (NULL: empty), intern the
  * result and cache it under (base seq, hash). The set is held by the
@@ -258,6 +275,10 @@ static int plabel_resolve(struct plabel_thread *t,
 		merged[m++] = sorted[j++];
 	}
 	err = plabel_intern(merged, m, &set);
+	if (err == -EDQUOT && plabel_tc_shrink(t)) {
+		/* Sets this thread cached but does not use count too. */
+		err = plabel_intern(merged, m, &set);
+	}
 	if (err)
 		return err;
 	err = plabel_tc_insert(t, base ? base->seq : 0, hash, mask, set);
