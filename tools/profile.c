@@ -369,6 +369,18 @@ int plabel_prof_add_comment(struct plabel_prof *p, const char *comment)
 	return plabel_add_comment_str(p, s);
 }
 
+int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
+				const char *keep)
+{
+	const char *d = plabel_intern(p, drop), *k = plabel_intern(p, keep);
+
+	if (!d || !k)
+		return -ENOMEM;
+	p->drop_frames = d;
+	p->keep_frames = k;
+	return 0;
+}
+
 /* ---- id lookups ---- */
 
 static uint64_t plabel_id_hash(uint64_t id)
@@ -1395,8 +1407,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) :
 				 dup(STDIN_FILENO);
 	if (fd < 0)
-		return plabel_fail(err, -errno, "%s: %s", path,
-				   strerror(errno));
+		return plabel_fail(err, -errno, "%s", strerror(errno));
 	buf = malloc(cap);
 	if (!buf) {
 		ret = plabel_fail(err, -ENOMEM, "out of memory");
@@ -1410,7 +1421,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 
 			if (cap >= PLABEL_PROF_MAX_BYTES) {
 				ret = plabel_fail(err, -EFBIG,
-						  "%s: larger than %u MiB", path,
+						  "larger than %u MiB",
 						  PLABEL_PROF_MAX_BYTES >> 20);
 				goto err_buf;
 			}
@@ -1427,8 +1438,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			ret = plabel_fail(err, -errno, "%s: %s", path,
-					  strerror(errno));
+			ret = plabel_fail(err, -errno, "%s", strerror(errno));
 			goto err_buf;
 		}
 		if (!n)
@@ -1436,7 +1446,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 		len += n;
 	}
 	if (!len) {
-		ret = plabel_fail(err, -EBADMSG, "%s: empty file", path);
+		ret = plabel_fail(err, -EBADMSG, "empty file");
 		goto err_buf;
 	}
 	ret = plabel_prof_decode(buf, len, out, err);

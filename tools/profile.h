@@ -59,6 +59,13 @@ void plabel_prof_free(struct plabel_prof *p);
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
 			  int64_t duration_nanos);
 int plabel_prof_add_comment(struct plabel_prof *p, const char *comment);
+/*
+ * pprof's drop_frames/keep_frames regexes (NULL or "" for none). Viewers
+ * hide a frame whose function name fully matches drop (and not keep) and
+ * every frame it calls; `plabel report` does the same.
+ */
+int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
+				const char *keep);
 
 /*
  * A mapped file; identical (start, limit, offset, file, build_id) tuples

@@ -857,6 +857,12 @@ static int plabel_report_setup(struct plabel_report *r,
 		struct plabel_rsample *s = &r->samples[r->nsamples];
 
 		plabel_prof_get_sample(r->p, i, si);
+		/*
+		 * pprof's computeTotal: the sum of absolute values, taken
+		 * before tag filters, so percentages stay shares of the
+		 * whole profile (pprof's default, relative_percentages off).
+		 */
+		r->total += plabel_abs64(si->values[r->si]);
 		if (focus && !plabel_tagfilter_match(focus, si))
 			continue;
 		if (ignore && plabel_tagfilter_match(ignore, si))
@@ -882,8 +888,6 @@ static int plabel_report_setup(struct plabel_report *r,
 			/* the reader checked every id */
 			s->locs[j] = idx[lo];
 		}
-		/* pprof's computeTotal: the sum of absolute values */
-		r->total += plabel_abs64(s->value);
 	}
 	plabel_prune_locations(r);
 	r->node_seen = calloc(r->nnodes ? r->nnodes : 1,

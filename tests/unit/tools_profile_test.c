@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The pprof side of the plabel tool: build profiles through the API, write
+ * them, read them back and check every field; feed the reader corrupt,
+ * truncated and inconsistent files; and check that `plabel report` prints
+ * exactly what `go tool pprof` prints for the same files (skipped when
+ * `go` is not installed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest/kselftest_harness.h"
+#include "proto/profile.pb-c.h"
+#include "../../tools/profile.h"
+
+#define NS_PER_MS 1000000LL
+
+static char *tmp_path(const char *name)
+{
+	static char dir[64];
+	char *p;
+
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/plabel-prof-test.XXXXXX");
+		if (!mkdtemp(dir))
+			return NULL;
+	}
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+/* Whole output of a shell command (stderr discarded); NULL on failure. */
+static char *run_cmd(const char *cmd, int *status)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	FILE *f = popen(cmd, "r");
+	size_t n;
+
+	if (!buf || !f) {
+		free(buf);
+		if (f)
+			pclose(f);
+		return NULL;
+	}
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[len] = '\0';
+	*status = pclose(f);
+	return buf;
+}
+
+/* Output of plabel_cmd_report(args..) run in this process. */
+static char *run_report(int *status, int argc, const char **args)
+{
+	char *path = tmp_path("report.out");
+	char *argv[16];
+	int fd, saved, i;
+	char *buf;
+	struct stat st;
+
+	if (!path || argc > 15)
+		return NULL;
+	argv[0] = "report";
+	for (i = 0; i < argc; i++)
+		argv[i + 1] = (char *)args[i];
+	argv[argc + 1] = NULL;
+	fflush(stdout);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return NULL;
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	*status = plabel_cmd_report(argc + 1, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	fstat(fd, &st);
+	buf = calloc(1, st.st_size + 1);
+	if (buf && pread(fd, buf, st.st_size, 0) != st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	free(path);
+	return buf;
+}
+
+static bool have_go(void)
+{
+	return !system("command -v go >/dev/null 2>&1");
+}
+
+static char *pprof(const char *args, const char *file, int *status)
+{
+	char *cmd, *out;
+
+	if (asprintf(&cmd,
+		     "GOFLAGS=-mod=mod GOPROXY=off TZ=UTC go tool pprof %s '%s' 2>/dev/null",
+		     args, file) < 0)
+		return NULL;
+	out = run_cmd(cmd, status);
+	free(cmd);
+	return out;
+}
+
+/* A small profile whose numbers are worked out by hand in the tests. */
+static struct plabel_prof *small_profile(void)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 10 * NS_PER_MS);
+	struct plabel_prof_line work[] = {
+		{ "inl", "a.c", 3 }, { "work", "a.c", 10 },
+	};
+	struct plabel_prof_line mainl[] = { { "main", "a.c", 20 } };
+	struct plabel_prof_line other[] = { { "other", "b.c", 5 } };
+	struct plabel_prof_label users[] = {
+		{ "tenant", "acme" }, { "endpoint", "/api/users" },
+	};
+	struct plabel_prof_label items[] = { { "endpoint", "/api/items" } };
+	uint64_t m, a, b, c, d, s1[2], s2[2], s3[2];
+
+	if (!p)
+		return NULL;
+	m = plabel_prof_mapping(p, 0x400000, 0x500000, 0x1000, "/usr/bin/demo",
+				"abcd");
+	a = plabel_prof_location(p, m, 0x401000, work, 2);
+	b = plabel_prof_location(p, m, 0x402000, mainl, 1);
+	c = plabel_prof_location(p, m, 0x403000, other, 1);
+	d = plabel_prof_location(p, m, 0x404000, NULL, 0);
+	s1[0] = a, s1[1] = b;
+	s2[0] = c, s2[1] = b;
+	s3[0] = d, s3[1] = b;
+	/* users: 600ms in inl (inlined into work), called from main */
+	plabel_prof_sample(p, s1, 2, users, 2, 100, 101, 30, 300 * NS_PER_MS);
+	plabel_prof_sample(p, s1, 2, users, 2, 100, 101, 30, 300 * NS_PER_MS);
+	/* items: 500ms in other */
+	plabel_prof_sample(p, s2, 2, items, 1, 100, 102, 50, 500 * NS_PER_MS);
+	/* 4ms unsymbolized, no labels: below the 0.5% node cutoff */
+	plabel_prof_sample(p, s3, 2, NULL, 0, -1, -1, 1, 4 * NS_PER_MS);
+	plabel_prof_set_time(p, 1700000000000000000LL, 2000 * NS_PER_MS);
+	plabel_prof_add_comment(p, "recorded by a test");
+	return p;
+}
+
+static bool encodes_like_small(const struct plabel_prof *p)
+{
+	struct plabel_prof *p2 = small_profile();
+	uint8_t *b1 = NULL, *b2 = NULL;
+	size_t l1, l2;
+	bool same;
+
+	same = p2 && !plabel_prof_encode(p, &b1, &l1) &&
+	       !plabel_prof_encode(p2, &b2, &l2) && l1 == l2 &&
+	       !memcmp(b1, b2, l1);
+	free(b1);
+	free(b2);
+	plabel_prof_free(p2);
+	return same;
+}
+
+TEST(roundtrip_every_field)
+{
+	struct plabel_prof *p = small_profile(), *q;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_prof_mapping_info mi;
+	char *path = tmp_path("small.pb.gz");
+	const char *err = NULL;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, plabel_prof_write(p, path));
+	ASSERT_EQ(0, plabel_prof_read(path, &q, &err));
+
+	ASSERT_EQ(2, plabel_prof_num_values(q));
+	EXPECT_STREQ("samples", plabel_prof_sample_type(q, 0).type);
+	EXPECT_STREQ("count", plabel_prof_sample_type(q, 0).unit);
+	EXPECT_STREQ("cpu", plabel_prof_sample_type(q, 1).type);
+	EXPECT_STREQ("nanoseconds", plabel_prof_sample_type(q, 1).unit);
+	EXPECT_STREQ("cpu", plabel_prof_period_type(q).type);
+	EXPECT_STREQ("nanoseconds", plabel_prof_period_type(q).unit);
+	EXPECT_EQ(10 * NS_PER_MS, plabel_prof_period(q));
+	EXPECT_EQ(1, plabel_prof_default_index(q));
+	EXPECT_EQ(1700000000000000000LL, plabel_prof_time_nanos(q));
+	EXPECT_EQ(2000 * NS_PER_MS, plabel_prof_duration_nanos(q));
+	ASSERT_EQ(1, plabel_prof_num_comments(q));
+	EXPECT_STREQ("recorded by a test", plabel_prof_comment(q, 0));
+	EXPECT_STREQ("", plabel_prof_drop_frames(q));
+
+	ASSERT_EQ(1, plabel_prof_num_mappings(q));
+	plabel_prof_get_mapping(q, 0, &mi);
+	EXPECT_EQ(1, mi.id);
+	EXPECT_EQ(0x400000, mi.start);
+	EXPECT_EQ(0x500000, mi.limit);
+	EXPECT_EQ(0x1000, mi.offset);
+	EXPECT_STREQ("/usr/bin/demo", mi.file);
+	EXPECT_STREQ("abcd", mi.build_id);
+
+	ASSERT_EQ(4, plabel_prof_num_locations(q));
+	ASSERT_EQ(0, plabel_prof_find_location(q, 1, &li));
+	EXPECT_EQ(1, li.mapping_id);
+	EXPECT_EQ(0x401000, li.address);
+	ASSERT_EQ(2, li.nlines);
+	EXPECT_STREQ("inl", li.lines[0].function);
+	EXPECT_STREQ("a.c", li.lines[0].file);
+	EXPECT_EQ(3, li.lines[0].line);
+	EXPECT_STREQ("work", li.lines[1].function);
+	EXPECT_EQ(10, li.lines[1].line);
+	ASSERT_EQ(0, plabel_prof_find_location(q, 4, &li));
+	EXPECT_EQ(0, li.nlines);
+	EXPECT_EQ(-ENOENT, plabel_prof_find_location(q, 5, &li));
+
+	/* the two identical samples were merged */
+	ASSERT_EQ(3, plabel_prof_num_samples(q));
+	plabel_prof_get_sample(q, 0, &si);
+	ASSERT_EQ(2, si.nlocs);
+	EXPECT_EQ(1, si.loc_ids[0]);
+	EXPECT_EQ(2, si.loc_ids[1]);
+	EXPECT_EQ(60, si.values[0]);
+	EXPECT_EQ(600 * NS_PER_MS, si.values[1]);
+	ASSERT_EQ(2, si.nlabels);
+	/* stored sorted by key */
+	EXPECT_STREQ("endpoint", si.labels[0].key);
+	EXPECT_STREQ("/api/users", si.labels[0].value);
+	EXPECT_STREQ("tenant", si.labels[1].key);
+	EXPECT_STREQ("acme", si.labels[1].value);
+	ASSERT_EQ(2, si.nnumlabels);
+	EXPECT_STREQ("pid", si.numlabels[0].key);
+	EXPECT_EQ(100, si.numlabels[0].num);
+	EXPECT_STREQ("tid", si.numlabels[1].key);
+	EXPECT_EQ(101, si.numlabels[1].num);
+	plabel_prof_get_sample(q, 2, &si);
+	EXPECT_EQ(0, si.nlabels);
+	EXPECT_EQ(0, si.nnumlabels);
+	EXPECT_EQ(4 * NS_PER_MS, si.values[1]);
+
+	/* equal profiles encode to equal bytes */
+	EXPECT_TRUE(encodes_like_small(p));
+	plabel_prof_free(p);
+	plabel_prof_free(q);
+	free(path);
+}
+
+TEST(builder_dedup_and_errors)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 1000);
+	struct plabel_prof_line l1 = { "f", "f.c", 1 }, l2 = { "g", "f.c", 2 };
+	struct plabel_prof_label dup[] = { { "k", "a" }, { "k", "b" } };
+	struct plabel_prof_label nullv[] = { { "k", NULL } };
+	uint64_t m1, m2, a, b, bad = 99;
+
+	ASSERT_NE(NULL, p);
+	m1 = plabel_prof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", NULL);
+	m2 = plabel_prof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", NULL);
+	EXPECT_EQ(1, m1);
+	EXPECT_EQ(m1, m2);
+	EXPECT_EQ(2, plabel_prof_mapping(p, 0x1000, 0x2000, 0, "/bin/y", NULL));
+	EXPECT_EQ(3, plabel_prof_mapping(p, 0x1000, 0x2000, 0, "/bin/x", "ff"));
+
+	a = plabel_prof_location(p, m1, 0x1100, &l1, 1);
+	/* same (mapping, address): same id, the first lines win */
+	b = plabel_prof_location(p, m1, 0x1100, &l2, 1);
+	EXPECT_EQ(a, b);
+	EXPECT_NE(a, plabel_prof_location(p, 0, 0x1100, &l1, 1));
+	/* a mapping that does not exist */
+	EXPECT_EQ(0, plabel_prof_location(p, 42, 0x1100, &l1, 1));
+
+	EXPECT_EQ(-EINVAL, plabel_prof_sample(p, &bad, 1, NULL, 0, -1, -1, 1, 1));
+	EXPECT_EQ(-EINVAL, plabel_prof_sample(p, &a, 1, dup, 2, -1, -1, 1, 1));
+	EXPECT_EQ(-EINVAL, plabel_prof_sample(p, &a, 1, nullv, 1, -1, -1, 1, 1));
+	EXPECT_EQ(0, plabel_prof_num_samples(p));
+	/* an empty stack is a valid sample */
+	EXPECT_EQ(0, plabel_prof_sample(p, NULL, 0, NULL, 0, -1, -1, 1, 1));
+	EXPECT_EQ(1, plabel_prof_num_samples(p));
+	plabel_prof_free(p);
+}
+
+TEST(threadcreate_kind)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_THREADCREATE, 0), *q;
+	struct plabel_prof_line l = { "spawn", "s.c", 7 };
+	struct plabel_prof_label lab = { "job", "nightly" };
+	struct plabel_prof_sample_info si;
+	const char *err;
+	uint8_t *buf;
+	size_t len;
+	uint64_t loc;
+
+	ASSERT_NE(NULL, p);
+	loc = plabel_prof_location(p, 0, 0x10, &l, 1);
+	ASSERT_EQ(0, plabel_prof_sample(p, &loc, 1, &lab, 1, 7, -1, 1, 999));
+	ASSERT_EQ(0, plabel_prof_sample(p, &loc, 1, &lab, 1, 7, -1, 1, 999));
+	ASSERT_EQ(0, plabel_prof_encode(p, &buf, &len));
+	ASSERT_EQ(0, plabel_prof_decode(buf, len, &q, &err));
+	ASSERT_EQ(1, plabel_prof_num_values(q));
+	EXPECT_STREQ("threadcreate", plabel_prof_sample_type(q, 0).type);
+	EXPECT_STREQ("count", plabel_prof_sample_type(q, 0).unit);
+	EXPECT_STREQ("threadcreate", plabel_prof_period_type(q).type);
+	EXPECT_EQ(1, plabel_prof_period(q));
+	ASSERT_EQ(1, plabel_prof_num_samples(q));
+	plabel_prof_get_sample(q, 0, &si);
+	EXPECT_EQ(2, si.values[0]);
+	ASSERT_EQ(1, si.nnumlabels);
+	EXPECT_STREQ("pid", si.numlabels[0].key);
+	free(buf);
+	plabel_prof_free(p);
+	plabel_prof_free(q);
+}
+
+/* ---- corrupt input ---- */
+
+static uint8_t *pack(Perftools__Profiles__Profile *pb, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = perftools__profiles__profile__get_packed_size(pb);
+	buf = malloc(*len + 1);
+	perftools__profiles__profile__pack(pb, buf);
+	return buf;
+}
+
+TEST(truncated_and_flipped_input)
+{
+	struct plabel_prof *p = small_profile(), *q;
+	uint8_t *buf, *copy;
+	size_t len, i;
+	const char *err;
+	int ret;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, plabel_prof_encode(p, &buf, &len));
+	copy = malloc(len);
+	/* every strict prefix of the gzip file is an error, never a crash */
+	for (i = 0; i < len; i++) {
+		memcpy(copy, buf, i);
+		err = NULL;
+		q = NULL;
+		ret = plabel_prof_decode(copy, i, &q, &err);
+		if (!ret) {
+			/* the only acceptable prefix: none */
+			plabel_prof_free(q);
+		}
+		ASSERT_NE(0, ret) TH_LOG("prefix of %zu bytes accepted", i);
+		ASSERT_NE(NULL, err);
+		EXPECT_TRUE(ret == -EBADMSG || ret == -EINVAL)
+			TH_LOG("prefix %zu: %d %s", i, ret, err);
+	}
+	/* single bit flips: either rejected cleanly or a valid profile */
+	for (i = 0; i < len * 8; i += 3) {
+		memcpy(copy, buf, len);
+		copy[i / 8] ^= 1 << (i % 8);
+		q = NULL;
+		ret = plabel_prof_decode(copy, len, &q, &err);
+		if (!ret)
+			plabel_prof_free(q);
+		else
+			EXPECT_TRUE(ret == -EBADMSG || ret == -EINVAL ||
+				    ret == -EFBIG);
+	}
+	free(copy);
+	free(buf);
+	plabel_prof_free(p);
+}
+
+TEST(garbage_and_empty_files)
+{
+	static const uint8_t junk[] = "this is not a profile at all\xff\xff\xff";
+	static const uint8_t badgz[] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3,
+					 0xde, 0xad, 0xbe, 0xef };
+	char *path = tmp_path("empty.pb.gz");
+	struct plabel_prof *q;
+	const char *err = NULL;
+	int fd;
+
+	EXPECT_EQ(-EBADMSG, plabel_prof_decode(junk, sizeof(junk) - 1, &q,
+					       &err));
+	EXPECT_NE(NULL, strstr(err, "protobuf"));
+	EXPECT_EQ(-EBADMSG, plabel_prof_decode(badgz, sizeof(badgz), &q,
+					       &err));
+	EXPECT_NE(NULL, strstr(err, "gzip"));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	EXPECT_EQ(-EBADMSG, plabel_prof_read(path, &q, &err));
+	EXPECT_NE(NULL, strstr(err, "empty"));
+	EXPECT_EQ(-ENOENT, plabel_prof_read("/nonexistent/x.pb.gz", &q, &err));
+	free(path);
+}
+
+/* Hand-made inconsistent profiles: each must fail with -EINVAL. */
+TEST(inconsistent_profiles)
+{
+	char *strs[] = { "", "cpu", "nanoseconds", "f" };
+	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	Perftools__Profiles__ValueType *vtp[] = { &vt };
+	Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
+	Perftools__Profiles__Function fn2 = PERFTOOLS__PROFILES__FUNCTION__INIT;
+	Perftools__Profiles__Function *fnp[] = { &fn, &fn2 };
+	Perftools__Profiles__Line ln = PERFTOOLS__PROFILES__LINE__INIT;
+	Perftools__Profiles__Line *lnp[] = { &ln };
+	Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT;
+	Perftools__Profiles__Location *locp[] = { &loc };
+	Perftools__Profiles__Label lab = PERFTOOLS__PROFILES__LABEL__INIT;
+	Perftools__Profiles__Label *labp[] = { &lab };
+	Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT;
+	Perftools__Profiles__Sample *sp[] = { &s };
+	Perftools__Profiles__Profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
+	uint64_t locids[] = { 1 };
+	int64_t vals[] = { 5, 6 };
+	struct plabel_prof *q;
+	const char *err;
+	uint8_t *buf;
+	size_t len;
+
+	vt.type = 1;
+	vt.unit = 2;
+	fn.id = 1;
+	fn.name = 3;
+	ln.function_id = 1;
+	loc.id = 1;
+	loc.n_line = 1;
+	loc.line = lnp;
+	lab.key = 3;
+	lab.str = 1;
+	s.n_location_id = 1;
+	s.location_id = locids;
+	s.n_value = 1;
+	s.value = vals;
+	s.n_label = 1;
+	s.label = labp;
+	pb.n_string_table = 4;
+	pb.string_table = strs;
+	pb.n_sample_type = 1;
+	pb.sample_type = vtp;
+	pb.n_function = 1;
+	pb.function = fnp;
+	pb.n_location = 1;
+	pb.location = locp;
+	pb.n_sample = 1;
+	pb.sample = sp;
+
+#define EXPECT_DECODE(want, what)					\
+	do {								\
+		buf = pack(&pb, &len);					\
+		q = NULL;						\
+		err = "";						\
+		EXPECT_EQ(want, plabel_prof_decode(buf, len, &q, &err))	\
+			TH_LOG("%s: %s", what, err);			\
+		plabel_prof_free(q);					\
+		free(buf);						\
+	} while (0)
+
+	EXPECT_DECODE(0, "the valid base profile");
+	lab.str = 9;
+	EXPECT_DECODE(-EINVAL, "label value index out of range");
+	lab.str = -1;
+	EXPECT_DECODE(-EINVAL, "negative string index");
+	lab.str = 1;
+	fn.name = 4;
+	EXPECT_DECODE(-EINVAL, "function name index out of range");
+	fn.name = 3;
+	ln.function_id = 2;
+	EXPECT_DECODE(-EINVAL, "line with a function that does not exist");
+	ln.function_id = 1;
+	locids[0] = 7;
+	EXPECT_DECODE(-EINVAL, "sample with a location that does not exist");
+	locids[0] = 1;
+	loc.mapping_id = 3;
+	EXPECT_DECODE(-EINVAL, "location with a mapping that does not exist");
+	loc.mapping_id = 0;
+	s.n_value = 2;
+	EXPECT_DECODE(-EINVAL, "two values for one sample type");
+	s.n_value = 1;
+	fn2.id = 1;
+	pb.n_function = 2;
+	EXPECT_DECODE(-EINVAL, "two functions with one id");
+	fn2.id = 0;
+	EXPECT_DECODE(-EINVAL, "function id 0");
+	pb.n_function = 1;
+	loc.id = 0;
+	EXPECT_DECODE(-EINVAL, "location id 0");
+	loc.id = 1;
+	strs[0] = "x";
+	EXPECT_DECODE(-EINVAL, "string table not starting with \"\"");
+	strs[0] = "";
+	pb.n_sample_type = 0;
+	EXPECT_DECODE(-EINVAL, "samples without sample types");
+	pb.n_sample_type = 1;
+	pb.drop_frames = 4;
+	EXPECT_DECODE(-EINVAL, "drop_frames index out of range");
+	pb.drop_frames = 0;
+	EXPECT_DECODE(0, "the valid base profile again");
+#undef EXPECT_DECODE
+}
+
+/* ---- agreement with go tool pprof ---- */
+
+static unsigned int rnd_state;
+
+static unsigned int rnd(unsigned int n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 8) % n;
+}
+
+/*
+ * A random profile with the awkward cases: inlined frames, recursion,
+ * unsymbolized frames in two libraries with the same base name, a frame
+ * with no mapping, C++-looking names, labels on some samples, zero and
+ * tiny values (below pprof's node cutoff).
+ */
+static struct plabel_prof *random_profile(unsigned int seed,
+					  enum plabel_prof_kind kind)
+{
+	static const char *const names[] = {
+		"main", "work", "parse_request", "ns::Cls::method(int) const",
+		"std::vector<int>::push_back", "(anonymous namespace)::helper",
+		"memcpy", "hash_lookup", "compress", "encode_frame",
+		"handle_users", "handle_items", "spin", "recurse",
+	};
+	static const char *const keys[] = { "endpoint", "tenant", "job" };
+	static const char *const vals[] = { "/api/users", "/api/items", "acme",
+					    "globex", "nightly" };
+	struct plabel_prof *p = plabel_prof_new(kind, 10 * NS_PER_MS);
+	uint64_t maps[4], locs[40], stack[12];
+	size_t nlocs = 0, i, j;
+
+	rnd_state = seed;
+	maps[0] = plabel_prof_mapping(p, 0x400000, 0x800000, 0, "/usr/bin/app",
+				      "0123abcd");
+	maps[1] = plabel_prof_mapping(p, 0x7f0000000000, 0x7f0000100000, 0,
+				      "/usr/lib/libfoo.so", NULL);
+	maps[2] = plabel_prof_mapping(p, 0x7f0000200000, 0x7f0000300000, 0,
+				      "/opt/x/libfoo.so", NULL);
+	maps[3] = 0;
+	for (i = 0; i < 40; i++) {
+		struct plabel_prof_line lines[3];
+		size_t nl = rnd(10) < 2 ? 0 : 1 + (rnd(4) == 0) + (rnd(8) == 0);
+		uint64_t m = maps[nl ? 0 : rnd(4)];
+
+		for (j = 0; j < nl; j++) {
+			lines[j].function = names[rnd(14)];
+			lines[j].file = "src/x.c";
+			lines[j].line = 1 + rnd(100);
+		}
+		locs[nlocs++] = plabel_prof_location(p, m, 0x400000 + 16 * i +
+						     (m ? 0 : 0x1000000),
+						     lines, nl);
+	}
+	for (i = 0; i < 200; i++) {
+		struct plabel_prof_label lab[3];
+		size_t depth = 1 + rnd(10), nl = 0, k;
+		int64_t count = rnd(20) == 0 ? rnd(2) : 1 + rnd(30);
+
+		for (j = 0; j < depth; j++)
+			stack[j] = locs[rnd(rnd(3) ? 12 : 40)];
+		for (k = 0; k < 3; k++) {
+			if (rnd(3) == 0)
+				continue;
+			lab[nl].key = keys[k];
+			lab[nl++].value = vals[rnd(5)];
+		}
+		plabel_prof_sample(p, stack, depth, lab, nl, 1000 + rnd(2), -1,
+				   count, count * 10 * NS_PER_MS +
+				   rnd(1000) * 1000);
+	}
+	plabel_prof_set_time(p, 1700000000000000000LL + seed * 1000000000LL,
+			     3000 * NS_PER_MS);
+	return p;
+}
+
+/* Compare `go tool pprof GOARGS FILE` with `plabel report ARGS FILE`. */
+static int agree(struct __test_metadata *_metadata, const char *file,
+		 const char *goargs, int argc, const char **args)
+{
+	const char *all[16];
+	char *want, *got;
+	int gs, rs, i;
+
+	want = pprof(goargs, file, &gs);
+	if (!want || gs)
+		return -1;
+	for (i = 0; i < argc; i++)
+		all[i] = args[i];
+	all[argc] = file;
+	got = run_report(&rs, argc + 1, all);
+	EXPECT_EQ(0, rs);
+	EXPECT_STREQ(want, got) TH_LOG("go tool pprof %s %s", goargs, file);
+	i = want && got && !strcmp(want, got) ? 0 : 1;
+	free(want);
+	free(got);
+	return i;
+}
+
+TEST(small_profile_numbers)
+{
+	struct plabel_prof *p = small_profile();
+	char *path = tmp_path("numbers.pb.gz");
+	const char *args[2];
+	char *out;
+	int st;
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	ASSERT_EQ(0, plabel_prof_write(p, path));
+	args[0] = path;
+	out = run_report(&st, 1, args);
+	ASSERT_EQ(0, st);
+	/* worked out by hand: total 1104ms, the 4ms node is under 0.5% */
+	EXPECT_STREQ("File: demo\n"
+		     "Build ID: abcd\n"
+		     "recorded by a test\n"
+		     "Type: cpu\n"
+		     "Time: Nov 14, 2023 at 10:13pm (UTC)\n"
+		     "Duration: 2s, Total samples = 1104ms (55.20%)\n"
+		     "Showing nodes accounting for 1100ms, 99.64% of 1104ms total\n"
+		     "Dropped 1 node (cum <= 5.52ms)\n"
+		     "      flat  flat%   sum%        cum   cum%\n"
+		     "     600ms 54.35% 54.35%      600ms 54.35%  inl (inline)\n"
+		     "     500ms 45.29% 99.64%      500ms 45.29%  other\n"
+		     "         0     0% 99.64%     1104ms   100%  main\n"
+		     "         0     0% 99.64%      600ms 54.35%  work\n", out);
+	free(out);
+	args[0] = "--tags";
+	args[1] = path;
+	out = run_report(&st, 2, args);
+	ASSERT_EQ(0, st);
+	EXPECT_STREQ(" endpoint: Total 1.1s\n"
+		     "           600.0ms (54.55%): /api/users\n"
+		     "           500.0ms (45.45%): /api/items\n"
+		     "\n"
+		     " pid: Total 1.1s\n"
+		     "      1.1s (  100%): 100\n"
+		     "\n"
+		     " tenant: Total 600.0ms\n"
+		     "         600.0ms (  100%): acme\n"
+		     "\n"
+		     " tid: Total 1.1s\n"
+		     "      600.0ms (54.55%): 101\n"
+		     "      500.0ms (45.45%): 102\n"
+		     "\n", out);
+	free(out);
+	plabel_prof_free(p);
+	free(path);
+}
+
+TEST(agrees_with_go_tool_pprof)
+{
+	const char *a[4];
+	unsigned int seed;
+	int bad = 0;
+
+	if (!have_go())
+		SKIP(return, "go (golang-go) is not installed");
+	setenv("TZ", "UTC", 1);
+	tzset();
+	{
+		struct plabel_prof *p = small_profile();
+		char *path = tmp_path("go-small.pb.gz");
+
+		ASSERT_EQ(0, plabel_prof_write(p, path));
+		ASSERT_NE(-1, agree(_metadata, path, "-top", 0, a))
+			TH_LOG("go tool pprof failed to run");
+		a[0] = "--tags";
+		bad += agree(_metadata, path, "-tags", 1, a);
+		a[0] = "--tagfocus=endpoint=/api/users";
+		bad += agree(_metadata, path, "-top -tagfocus=endpoint=/api/users",
+			     1, a);
+		a[0] = "--tagignore=tenant=acme";
+		bad += agree(_metadata, path, "-top -tagignore=tenant=acme", 1, a);
+		a[0] = "--sample-index=samples";
+		bad += agree(_metadata, path, "-top -sample_index=samples", 1, a);
+		plabel_prof_free(p);
+		free(path);
+	}
+	for (seed = 1; seed <= 6; seed++) {
+		struct plabel_prof *p = random_profile(seed, seed == 6 ?
+						       PLABEL_PROF_THREADCREATE :
+						       PLABEL_PROF_CPU);
+		char name[32], *path;
+
+		snprintf(name, sizeof(name), "go-rand-%u.pb.gz", seed);
+		path = tmp_path(name);
+		if (seed == 3)
+			ASSERT_EQ(0, plabel_prof_set_drop_frames(p,
+					"compress|ns::Cls::method", "spin"));
+		if (seed == 4)
+			ASSERT_EQ(0, plabel_prof_set_drop_frames(p,
+					"hash_.*", NULL));
+		ASSERT_EQ(0, plabel_prof_write(p, path));
+		bad += agree(_metadata, path, "-top", 0, a);
+		a[0] = "--top=5";
+		bad += agree(_metadata, path, "-top -nodecount=5", 1, a);
+		a[0] = "--tags";
+		bad += agree(_metadata, path, "-tags", 1, a);
+		a[0] = "--tagfocus=tenant=acme";
+		bad += agree(_metadata, path, "-top -tagfocus=tenant=acme", 1, a);
+		plabel_prof_free(p);
+		free(path);
+	}
+	EXPECT_EQ(0, bad);
+}
+
+TEST(report_errors)
+{
+	char *path = tmp_path("corrupt.pb.gz");
+	const char *a[3];
+	char *out;
+	int st, fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(12, write(fd, "\x1f\x8b\x08garbage!!", 12));
+	close(fd);
+	a[0] = path;
+	out = run_report(&st, 1, a);
+	EXPECT_EQ(1, st);
+	EXPECT_STREQ("", out);
+	free(out);
+	a[0] = "/nonexistent/cpu.pb.gz";
+	out = run_report(&st, 1, a);
+	EXPECT_EQ(1, st);
+	free(out);
+	a[0] = "--top=x";
+	a[1] = path;
+	out = run_report(&st, 2, a);
+	EXPECT_EQ(2, st);
+	free(out);
+	out = run_report(&st, 0, a);
+	EXPECT_EQ(2, st);
+	free(out);
+	a[0] = "--tagfocus=novalue";
+	out = run_report(&st, 2, a);
+	EXPECT_EQ(2, st);
+	free(out);
+	free(path);
+}
+
+TEST_HARNESS_MAIN
