@@ -39,6 +39,7 @@ struct plabel_tc_ent {
 	uint64_t hash;
 	uint64_t mask;		/* labels of set that came from the kvs */
 	struct plabel_labels *set;	/* holds a reference; NULL: unused */
+	size_t nkv;		/* number of kvs: bits in mask */
 };
 
 struct plabel_frame {
@@ -66,16 +67,6 @@ struct plabel_thread {
 static __thread struct plabel_thread plabel_tls
 	__attribute__((tls_model("initial-exec"), aligned(8)));
 
-static inline int plabel_popcount(uint64_t x)
-{
-	return __builtin_popcountll(x);
-}
-
-static inline uint64_t plabel_all_mask(uint32_t count)
-{
-	return count >= 64 ? ~0ULL : (1ULL << count) - 1;
-}
-
 static int plabel_pinned(const struct plabel_thread *t,
 			 const struct plabel_labels *l)
 {
@@ -97,11 +88,21 @@ static struct plabel_tc_ent *plabel_tc_bucket(struct plabel_thread *t,
 	return &t->cache[(h & (PLABEL_TC_BUCKETS - 1)) * PLABEL_TC_WAYS];
 }
 
-/* Binary search for key in the sorted set; -1 when absent. */
+/* Index of key in the sorted set; -1 when absent. */
 static inline int plabel_find_key(const struct plabel_labels *l,
 				  const char *key)
 {
 	int lo = 0, hi = (int)l->count - 1;
+
+	if (l->count <= 8) {
+		for (; lo <= hi; lo++) {
+			const char *k = l->kv[lo].key;
+
+			if (k[0] == key[0] && !strcmp(k, key))
+				return lo;
+		}
+		return -1;
+	}
 
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
@@ -125,7 +126,7 @@ static inline int plabel_tc_match(const struct plabel_tc_ent *e,
 	uint64_t seen = 0;
 	size_t i;
 
-	if ((size_t)plabel_popcount(e->mask) != n)
+	if (e->nkv != n)
 		return 0;
 	for (i = 0; i < n; i++) {
 		int k = plabel_find_key(l, kvs[i].key);
@@ -137,8 +138,7 @@ static inline int plabel_tc_match(const struct plabel_tc_ent *e,
 		if (!(e->mask & bit) || (seen & bit))
 			return 0;
 		seen |= bit;
-		if (l->kv[k].value != kvs[i].value &&
-		    strcmp(l->kv[k].value, kvs[i].value))
+		if (strcmp(l->kv[k].value, kvs[i].value))
 			return 0;
 	}
 	return 1;
@@ -196,6 +196,7 @@ fill:
 	e->base_seq = base_seq;
 	e->hash = hash;
 	e->mask = mask;
+	e->nkv = __builtin_popcountll(mask);
 	e->set = set;
 	return 0;
 }

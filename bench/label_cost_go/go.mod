@@ -1,0 +1,3 @@
+module plabel/bench/labelcost
+
+go 1.19
