@@ -1281,7 +1281,8 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 				goto out;
 		}
 	}
-	qsort(keys, nkeys, sizeof(*keys), plabel_tagkey_cmp);
+	if (nkeys > 1)
+		qsort(keys, nkeys, sizeof(*keys), plabel_tagkey_cmp);
 	for (i = 0; i < nkeys; i++) {
 		struct plabel_tagkey *k = &keys[i];
 		size_t w0, w1 = 0, kl = plabel_runes(k->key) + 1;
