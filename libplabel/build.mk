@@ -68,4 +68,7 @@ install: $(LIB_SO) $(LIB_A) $(LIB_PC)
 	install -m 0644 libplabel/plabel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0644 include/uapi/plabel_uapi.h \
 		$(DESTDIR)$(PREFIX)/include/plabel/
-	install -m 0644 $(LIB_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@VERSION@|$(PLABEL_LIB_VERSION)|' libplabel/plabel.pc.in \
+		> $(DESTDIR)$(LIBDIR)/pkgconfig/plabel.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/plabel.pc
