@@ -9,7 +9,7 @@ LIB_DIR			:= $(B)/lib
 LIB_SRCS		:= libplabel/labels.c libplabel/thread.c
 LIB_HDRS		:= libplabel/plabel.h libplabel/internal.h \
 			   include/uapi/plabel_uapi.h
-LIB_OBJS		:= $(patsubst libplabel/%.c,$(LIB_DIR)/obj/%.o,$(LIB_SRCS))
+LIB_OBJS		:= $(LIB_SRCS:libplabel/%.c=$(LIB_DIR)/obj/%.o)
 LIB_CFLAGS		= $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ilibplabel
 LIB_SO			:= $(LIB_DIR)/libplabel.so.$(PLABEL_LIB_VERSION)
 LIB_A			:= $(LIB_DIR)/libplabel.a

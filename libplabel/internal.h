@@ -29,7 +29,7 @@
  */
 struct plabel_labels {
 	uint64_t id;		/* kernel set id; 0 without the module */
-	uint64_t seq;		/* process-unique, never reused; 0: empty */
+	uint64_t seq;		/* unique in the process; 0: empty */
 	uint64_t hash;		/* plabel_hash_kvs() of the content */
 	long refs;		/* atomic; 1 -> 0 only under plabel_lock */
 	struct plabel_labels *next;	/* table chain */

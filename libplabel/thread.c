@@ -60,7 +60,7 @@ struct plabel_thread {
 	struct plabel_tc_ent *cache;	/* [BUCKETS][WAYS] */
 	struct plabel_overflow *overflow;
 	unsigned char inited;
-	unsigned char kstored;		/* kernel-stored labels may be set */
+	unsigned char kstored;		/* may have kernel-stored labels */
 	unsigned char victim;
 };
 

@@ -33,9 +33,9 @@ fi
 
 # Defined global/weak dynamic symbols (not the version nodes themselves).
 readelf --dyn-syms -W "$SO" |
-	awk '$1 ~ /^[0-9]+:$/ && $5 != "LOCAL" && $7 != "UND" && $8 != "" && $4 != "SECTION" &&
-	     $4 != "FILE" && !($7 == "ABS" && $8 ~ /^PLABEL_[0-9.]*$/) {
-		print $8 }' |
+	awk '$1 ~ /^[0-9]+:$/ && $5 != "LOCAL" && $7 != "UND" && $8 != "" &&
+	     $4 != "SECTION" && $4 != "FILE" &&
+	     !($7 == "ABS" && $8 ~ /^PLABEL_[0-9.]*$/) { print $8 }' |
 	sort > "$TMP/dyn"
 unversioned=$(grep -v '@@\?PLABEL_[0-9][0-9.]*$' "$TMP/dyn")
 if [ -s "$TMP/dyn" ] && [ -z "$unversioned" ]; then
@@ -54,7 +54,8 @@ if [ -s "$TMP/nodes" ] && cmp -s "$TMP/nodes" "$TMP/usednodes"; then
 	t_pass "version nodes of the map are the ones in use"
 else
 	t_fail "version nodes of the map are the ones in use" \
-		"map: $(echo $(cat "$TMP/nodes")) used: $(echo $(cat "$TMP/usednodes"))"
+		"map: $(echo $(cat "$TMP/nodes"))" \
+		"used: $(echo $(cat "$TMP/usednodes"))"
 fi
 
 # The map's global names: lines "name;" between "global:" and "local:".
@@ -74,7 +75,8 @@ if [ -s "$TMP/map" ] && cmp -s "$TMP/map" "$TMP/exported"; then
 	t_pass "exported symbols equal the map's global names"
 else
 	t_fail "exported symbols equal the map's global names" \
-		"$(diff "$TMP/map" "$TMP/exported" | grep '^[<>]' | tr '\n' ' ')"
+		"$(diff "$TMP/map" "$TMP/exported" | grep '^[<>]' |
+		   tr '\n' ' ')"
 fi
 if [ -s "$TMP/hdr" ] && cmp -s "$TMP/hdr" "$TMP/map"; then
 	t_pass "the header's PLABEL_API functions equal the map's names"
