@@ -10,7 +10,9 @@ LIB_SRCS		:= libplabel/labels.c libplabel/thread.c
 LIB_HDRS		:= libplabel/plabel.h libplabel/internal.h \
 			   include/uapi/plabel_uapi.h
 LIB_OBJS		:= $(LIB_SRCS:libplabel/%.c=$(LIB_DIR)/obj/%.o)
-LIB_CFLAGS		= $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ilibplabel
+# Expanded now: flags that other targets set for themselves (and so for
+# their prerequisites) must not change how the library is compiled.
+LIB_CFLAGS		:= $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ilibplabel
 LIB_SO			:= $(LIB_DIR)/libplabel.so.$(PLABEL_LIB_VERSION)
 LIB_A			:= $(LIB_DIR)/libplabel.a
 LIB_PC			:= $(LIB_DIR)/plabel.pc

@@ -488,6 +488,8 @@ PLABEL_API int plabel_set(const struct plabel_kv *kvs, size_t n)
 		return plabel_store(t, NULL);
 	if (!kvs)
 		return -EINVAL;
+	if (n > plabel_limits.max_labels)
+		return -E2BIG;
 	err = plabel_hash_kvs(kvs, n, &hash);
 	if (err)
 		return err;
@@ -540,6 +542,9 @@ PLABEL_API int plabel_do(const struct plabel_kv *kvs, size_t n,
 		return 0;
 	}
 	if (!kvs)
+		goto err_run;
+	err = -E2BIG;
+	if (n > plabel_limits.max_labels)
 		goto err_run;
 	err = plabel_hash_kvs(kvs, n, &hash);
 	if (err)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -279,6 +281,68 @@ TEST(fork_while_threads_busy)
 		EXPECT_EQ(0, w[i].bad);
 	}
 	plabel_labels_free(shared);
+}
+
+static volatile sig_atomic_t sig_seen, sig_bad;
+
+/* A profiler-like handler: read the interrupted thread's labels. */
+static void on_prof(int sig)
+{
+	struct plabel_kv kv[4];
+	int n = plabel_get(kv, 4);
+
+	sig_seen++;
+	if (n < 0 || n > 2)
+		sig_bad++;
+	else if (n >= 1 && (kv[0].key[0] != 'a' || kv[0].value[0] != '1'))
+		sig_bad++;
+	else if (n == 2 && (kv[1].key[0] != 'b' || kv[1].value[0] != '2'))
+		sig_bad++;
+}
+
+static void sig_inner(void *arg)
+{
+	int *bad = arg;
+
+	if (plabel_get(NULL, 0) != 2)
+		(*bad)++;
+}
+
+/* plabel_get from a signal handler while the thread changes labels. */
+TEST(signal_handler_reads)
+{
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	struct sigaction sa;
+	struct timespec t0, t;
+	int bad = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_prof;
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGPROF, &sa, NULL));
+	ASSERT_EQ(0, plabel_clear());	/* first call outside the handler */
+	ASSERT_EQ(0, setitimer(ITIMER_PROF, &it, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int i;
+
+		for (i = 0; i < 1000; i++) {
+			if (plabel_set((struct plabel_kv[]){ { "a", "1" } },
+				       1))
+				bad++;
+			if (plabel_do((struct plabel_kv[]){ { "b", "2" } }, 1,
+				      sig_inner, &bad))
+				bad++;
+			if (plabel_clear())
+				bad++;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 1 && sig_seen < 200);
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_PROF, &it, NULL);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, sig_bad);
+	EXPECT_LT(0, sig_seen);
 }
 
 TEST_HARNESS_MAIN
