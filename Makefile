@@ -39,12 +39,19 @@ include kmod/build.mk
 include proto/build.mk
 include libplabel/build.mk
 include tools/build.mk
+include examples/build.mk
 include tests/build.mk
 
 all: kmod $(ALL_TARGETS)
 
 deps:
 	scripts/deps.sh
+
+# The main job: record the example and show its labeled profiles.
+run:
+	scripts/deps.sh
+	$(MAKE) all
+	scripts/run.sh
 
 clean:
 	rm -rf $(B)
