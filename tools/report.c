@@ -235,8 +235,16 @@ struct plabel_rsample {
 	const struct plabel_prof_sample_info *info;
 };
 
+struct plabel_numunit {
+	const char *key, *unit;
+};
+
 struct plabel_report {
 	struct plabel_prof *p;
+	/* pprof's NumLabelUnits: per numeric label key, the first unit
+	 * given in the whole profile, else one inferred from the key */
+	struct plabel_numunit *units;
+	size_t nunits, capunits;
 	size_t si;
 	const char *stype, *sunit;	/* sunit lower-cased */
 	char sunit_buf[64];
@@ -543,12 +551,90 @@ static void plabel_prune_locations(struct plabel_report *r)
 
 /* ---- tag filters (pprof's -tagfocus / -tagignore on string labels) ---- */
 
+enum plabel_range_op {
+	PLABEL_RANGE_NONE,	/* a regex filter on string labels */
+	PLABEL_RANGE_EQ,
+	PLABEL_RANGE_GE,
+	PLABEL_RANGE_LE,
+	PLABEL_RANGE_IN,
+};
+
 struct plabel_tagfilter {
 	const char *spec;	/* as given, for the header */
 	char *key;
 	regex_t *rx;
 	size_t nrx;
+	/* numeric labels, pprof's "32kb", "4mb:", ":64kb", "12kb:64mb" */
+	enum plabel_range_op op;
+	double lo, hi;
+	const char *unit;
 };
+
+/* One match of pprof's ([+-]?[[:digit:]]+)([[:alpha:]]+)? from s. */
+static bool plabel_range_token(const char *s, const char **start,
+			       const char **end, long long *num,
+			       char *unit, size_t unit_size)
+{
+	const char *p, *d, *u;
+	char *e;
+
+	for (p = s; *p; p++) {
+		d = p;
+		if ((*d == '+' || *d == '-') && d[1] >= '0' && d[1] <= '9')
+			d++;
+		if (*d < '0' || *d > '9')
+			continue;
+		while (*d >= '0' && *d <= '9')
+			d++;
+		for (u = d; (*u >= 'a' && *u <= 'z') || (*u >= 'A' && *u <= 'Z');
+		     u++)
+			;
+		errno = 0;
+		*num = strtoll(p, &e, 10);
+		if (errno || (size_t)(u - d) >= unit_size)
+			return false;
+		memcpy(unit, d, u - d);
+		unit[u - d] = '\0';
+		*start = p;
+		*end = u;
+		return true;
+	}
+	return false;
+}
+
+/* pprof's parseTagFilterRange: is v a numeric range? */
+static bool plabel_parse_range(struct plabel_tagfilter *f, const char *v)
+{
+	static char unit_buf[2][32];
+	const char *s1, *e1, *s2, *e2, *u1, *u2;
+	long long n1, n2;
+	size_t l1;
+
+	if (!plabel_range_token(v, &s1, &e1, &n1, unit_buf[0],
+				sizeof(unit_buf[0])))
+		return false;
+	f->lo = plabel_scale(n1, unit_buf[0], unit_buf[0], &u1);
+	f->unit = u1;
+	l1 = e1 - s1;
+	if (!plabel_range_token(e1, &s2, &e2, &n2, unit_buf[1],
+				sizeof(unit_buf[1]))) {
+		if (s1 == v && !*e1)
+			f->op = PLABEL_RANGE_EQ;
+		else if (s1 == v && e1[0] == ':' && !e1[1])
+			f->op = PLABEL_RANGE_GE;
+		else if (s1 == v + 1 && v[0] == ':' && !*e1)
+			f->op = PLABEL_RANGE_LE;
+		return f->op != PLABEL_RANGE_NONE;
+	}
+	/* two numbers: exactly "A:B", in compatible units */
+	if (s1 != v || e1[0] != ':' || s2 != e1 + 1 || *e2 || !l1)
+		return false;
+	f->hi = plabel_scale(n2, unit_buf[1], u1, &u2);
+	if (strcmp(u1, u2))
+		return false;
+	f->op = PLABEL_RANGE_IN;
+	return true;
+}
 
 static int plabel_tagfilter_parse(struct plabel_tagfilter *f, const char *spec)
 {
@@ -561,11 +647,13 @@ static int plabel_tagfilter_parse(struct plabel_tagfilter *f, const char *spec)
 	if (!eq || eq == spec || !eq[1])
 		return -EINVAL;
 	f->key = strndup(spec, eq - spec);
-	vals = strdup(eq + 1);
-	if (!f->key || !vals) {
-		free(vals);
+	if (!f->key)
 		return -ENOMEM;
-	}
+	if (plabel_parse_range(f, eq + 1))
+		return 0;
+	vals = strdup(eq + 1);
+	if (!vals)
+		return -ENOMEM;
 	for (tok = strtok_r(vals, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		regex_t *nrx = realloc(f->rx, (f->nrx + 1) * sizeof(*f->rx));
@@ -597,10 +685,36 @@ static void plabel_tagfilter_free(struct plabel_tagfilter *f)
 	free(f->key);
 }
 
-static bool plabel_tagfilter_match(const struct plabel_tagfilter *f,
+static const char *plabel_num_unit(const struct plabel_report *r,
+				   const char *key);
+
+static bool plabel_tagfilter_match(const struct plabel_report *r,
+				   const struct plabel_tagfilter *f,
 				   const struct plabel_prof_sample_info *s)
 {
 	size_t i, k;
+
+	if (f->op != PLABEL_RANGE_NONE) {
+		for (i = 0; i < s->nnumlabels; i++) {
+			const char *u;
+			double v;
+
+			if (strcmp(s->numlabels[i].key, f->key))
+				continue;
+			v = plabel_scale(s->numlabels[i].num,
+					 plabel_num_unit(r, f->key), f->unit,
+					 &u);
+			if (strcmp(u, f->unit))
+				continue;
+			if ((f->op == PLABEL_RANGE_EQ && v == f->lo) ||
+			    (f->op == PLABEL_RANGE_GE && v >= f->lo) ||
+			    (f->op == PLABEL_RANGE_LE && v <= f->lo) ||
+			    (f->op == PLABEL_RANGE_IN && v >= f->lo &&
+			     v <= f->hi))
+				return true;
+		}
+		return false;
+	}
 
 	for (i = 0; i < s->nlabels; i++) {
 		if (strcmp(s->labels[i].key, f->key))
@@ -790,6 +904,37 @@ static int plabel_id_cmp(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
+static int plabel_note_unit(struct plabel_report *r,
+			    const struct plabel_prof_numlabel *l)
+{
+	size_t i;
+
+	for (i = 0; i < r->nunits; i++) {
+		if (!strcmp(r->units[i].key, l->key)) {
+			if (!*r->units[i].unit)
+				r->units[i].unit = l->unit;
+			return 0;
+		}
+	}
+	if (plabel_report_grow(&r->units, &r->capunits, r->nunits,
+			       sizeof(*r->units)))
+		return -ENOMEM;
+	r->units[r->nunits].key = l->key;
+	r->units[r->nunits++].unit = l->unit;
+	return 0;
+}
+
+static const char *plabel_num_unit(const struct plabel_report *r,
+				   const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < r->nunits; i++)
+		if (!strcmp(r->units[i].key, key))
+			return r->units[i].unit;
+	return key;
+}
+
 static int plabel_report_setup(struct plabel_report *r,
 			       const struct plabel_tagfilter *focus,
 			       const struct plabel_tagfilter *ignore)
@@ -851,10 +996,8 @@ static int plabel_report_setup(struct plabel_report *r,
 		idx[i] = i;
 	qsort_r(idx, r->nlocs, sizeof(*idx), plabel_id_cmp, ids);
 
-	r->nsamples = 0;
 	for (i = 0; i < n; i++) {
 		struct plabel_prof_sample_info *si = &r->sinfo[i];
-		struct plabel_rsample *s = &r->samples[r->nsamples];
 
 		plabel_prof_get_sample(r->p, i, si);
 		/*
@@ -863,9 +1006,29 @@ static int plabel_report_setup(struct plabel_report *r,
 		 * whole profile (pprof's default, relative_percentages off).
 		 */
 		r->total += plabel_abs64(si->values[r->si]);
-		if (focus && !plabel_tagfilter_match(focus, si))
+		for (j = 0; j < si->nnumlabels; j++)
+			if (plabel_note_unit(r, &si->numlabels[j]))
+				goto out;
+	}
+	for (i = 0; i < r->nunits; i++) {
+		struct plabel_numunit *u = &r->units[i];
+
+		if (*u->unit)
 			continue;
-		if (ignore && plabel_tagfilter_match(ignore, si))
+		if (!strcmp(u->key, "alignment") || !strcmp(u->key, "request"))
+			u->unit = "bytes";
+		else
+			u->unit = u->key;
+	}
+
+	r->nsamples = 0;
+	for (i = 0; i < n; i++) {
+		struct plabel_prof_sample_info *si = &r->sinfo[i];
+		struct plabel_rsample *s = &r->samples[r->nsamples];
+
+		if (focus && !plabel_tagfilter_match(r, focus, si))
+			continue;
+		if (ignore && plabel_tagfilter_match(r, ignore, si))
 			continue;
 		s->info = si;
 		s->value = si->values[r->si];
@@ -922,6 +1085,7 @@ static void plabel_report_free(struct plabel_report *r)
 	free(r->edges);
 	free(r->edge_slot);
 	free(r->node_seen);
+	free(r->units);
 }
 
 static void plabel_fmt_value(const struct plabel_report *r, char *buf,
@@ -1157,7 +1321,6 @@ struct plabel_tagval {
 
 struct plabel_tagkey {
 	const char *key;
-	const char *unit;	/* numeric keys: pprof's NumLabelUnits */
 	struct plabel_tagval *vals;
 	size_t nvals, capvals;
 };
@@ -1231,30 +1394,6 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 	size_t nkeys = 0, capkeys = 0, i, j;
 	int ret = -ENOMEM;
 
-	/* Units of numeric keys: the first one given, else inferred. */
-	for (i = 0; i < r->nsamples; i++) {
-		const struct plabel_prof_sample_info *s = r->samples[i].info;
-
-		for (j = 0; j < s->nnumlabels; j++) {
-			struct plabel_tagkey *k;
-
-			k = plabel_tagkey_get(&keys, &nkeys, &capkeys,
-					      s->numlabels[j].key);
-			if (!k)
-				goto out;
-			if (!k->unit && *s->numlabels[j].unit)
-				k->unit = s->numlabels[j].unit;
-		}
-	}
-	for (i = 0; i < nkeys; i++) {
-		if (keys[i].unit)
-			continue;
-		if (!strcmp(keys[i].key, "alignment") ||
-		    !strcmp(keys[i].key, "request"))
-			keys[i].unit = "bytes";
-		else
-			keys[i].unit = keys[i].key;
-	}
 	for (i = 0; i < r->nsamples; i++) {
 		const struct plabel_prof_sample_info *s = r->samples[i].info;
 		int64_t w = r->samples[i].value;
@@ -1276,7 +1415,8 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 			if (!k)
 				goto out;
 			plabel_scaled_label(v, sizeof(v), s->numlabels[j].num,
-					    k->unit, "minimum");
+					    plabel_num_unit(r, k->key),
+					    "minimum");
 			if (plabel_tagkey_add(k, v, w))
 				goto out;
 		}
@@ -1291,10 +1431,6 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 		double fv;
 		char cell[128];
 
-		/* Only keys with values reach pprof's map (a numeric key
-		 * that was merely seen has none). */
-		if (!k->nvals)
-			continue;
 		for (j = 0; j < k->nvals; j++)
 			total += k->vals[j].flat;
 		qsort(k->vals, k->nvals, sizeof(*k->vals), plabel_tagval_cmp);

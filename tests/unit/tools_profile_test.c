@@ -22,19 +22,34 @@
 
 #define NS_PER_MS 1000000LL
 
+static char tmp_dir[64];
+
+/* A file in this test's scratch directory (made on first use). */
 static char *tmp_path(const char *name)
 {
-	static char dir[64];
+	char *dir = tmp_dir;
 	char *p;
 
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/plabel-prof-test.XXXXXX");
+		snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/plabel-prof-test.XXXXXX");
 		if (!mkdtemp(dir))
 			return NULL;
 	}
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
 		return NULL;
 	return p;
+}
+
+static void tmp_cleanup(void)
+{
+	char cmd[96];
+
+	if (!tmp_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+	if (system(cmd))
+		fprintf(stderr, "# could not remove %s\n", tmp_dir);
+	tmp_dir[0] = '\0';
 }
 
 /* Whole output of a shell command (stderr discarded); NULL on failure. */
@@ -255,6 +270,7 @@ TEST(roundtrip_every_field)
 	plabel_prof_free(p);
 	plabel_prof_free(q);
 	free(path);
+	tmp_cleanup();
 }
 
 TEST(builder_dedup_and_errors)
@@ -401,6 +417,7 @@ TEST(garbage_and_empty_files)
 	EXPECT_NE(NULL, strstr(err, "empty"));
 	EXPECT_EQ(-ENOENT, plabel_prof_read("/nonexistent/x.pb.gz", &q, &err));
 	free(path);
+	tmp_cleanup();
 }
 
 /* Hand-made inconsistent profiles: each must fail with -EINVAL. */
@@ -658,6 +675,7 @@ TEST(small_profile_numbers)
 	free(out);
 	plabel_prof_free(p);
 	free(path);
+	tmp_cleanup();
 }
 
 TEST(agrees_with_go_tool_pprof)
@@ -686,6 +704,21 @@ TEST(agrees_with_go_tool_pprof)
 		bad += agree(_metadata, path, "-top -tagignore=tenant=acme", 1, a);
 		a[0] = "--sample-index=samples";
 		bad += agree(_metadata, path, "-top -sample_index=samples", 1, a);
+		/* numeric labels: pprof's range syntax */
+		a[0] = "--tagfocus=tid=102";
+		bad += agree(_metadata, path, "-top -tagfocus=tid=102", 1, a);
+		a[0] = "--tagfocus=tid=101:102";
+		bad += agree(_metadata, path, "-top -tagfocus=tid=101:102", 1, a);
+		a[0] = "--tagfocus=tid=:101";
+		bad += agree(_metadata, path, "-top -tagfocus=tid=:101", 1, a);
+		a[0] = "--tagignore=tid=102:";
+		bad += agree(_metadata, path, "-top -tagignore=tid=102:", 1, a);
+		a[0] = "--tagfocus=endpoint=users,items";
+		bad += agree(_metadata, path,
+			     "-top -tagfocus=endpoint=users,items", 1, a);
+		a[0] = "--tagfocus=endpoint=/api/v1";
+		bad += agree(_metadata, path, "-top -tagfocus=endpoint=/api/v1",
+			     1, a);
 		plabel_prof_free(p);
 		free(path);
 	}
@@ -711,9 +744,13 @@ TEST(agrees_with_go_tool_pprof)
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--tagfocus=tenant=acme";
 		bad += agree(_metadata, path, "-top -tagfocus=tenant=acme", 1, a);
+		a[0] = "--tagfocus=pid=1001";
+		a[1] = "--tags";
+		bad += agree(_metadata, path, "-tags -tagfocus=pid=1001", 2, a);
 		plabel_prof_free(p);
 		free(path);
 	}
+	tmp_cleanup();
 	EXPECT_EQ(0, bad);
 }
 
@@ -750,6 +787,7 @@ TEST(report_errors)
 	EXPECT_EQ(2, st);
 	free(out);
 	free(path);
+	tmp_cleanup();
 }
 
 TEST_HARNESS_MAIN
