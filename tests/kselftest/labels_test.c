@@ -290,12 +290,38 @@ static int plabel_exec_expect(const char *expect)
 	return 99;
 }
 
-static int plabel_expect_main(const char *expect)
+/* The fixed address the exec test keeps a slot at, in both programs. */
+#define PLABEL_FIXED_SLOT	0x5a5a00000000ULL
+
+static uint64_t *plabel_map_fixed_slot(void)
+{
+	void *p = mmap((void *)PLABEL_FIXED_SLOT, 4096,
+		       PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	return p == (void *)PLABEL_FIXED_SLOT ? p : NULL;
+}
+
+/*
+ * The helper. With slot_id, it first stores that id at the fixed slot
+ * address: a slot registration that wrongly survived exec would then
+ * name that set.
+ */
+static int plabel_expect_main(const char *expect, const char *slot_id)
 {
 	char got[8192];
 	int fd = plabel_open();
 	int err;
 
+	if (slot_id) {
+		uint64_t *slot = plabel_map_fixed_slot();
+
+		if (!slot) {
+			fprintf(stderr, "expect: mmap: %s\n", strerror(errno));
+			return 2;
+		}
+		*slot = strtoull(slot_id, NULL, 0);
+	}
 	if (fd < 0) {
 		fprintf(stderr, "expect: open: %s\n", strerror(errno));
 		return 2;
@@ -988,10 +1014,27 @@ static void *plabel_thread_get(void *p)
 	return NULL;
 }
 
+struct plabel_wait_arg {
+	int fd;
+	int go[2];
+	int64_t seen;
+};
+
+/* Reads this thread's labels after the creator says go. */
+static void *plabel_thread_wait_get(void *p)
+{
+	struct plabel_wait_arg *w = p;
+	char c;
+
+	w->seen = read(w->go[0], &c, 1) == 1 ? plabel_cur(w->fd) : -EIO;
+	return NULL;
+}
+
 TEST(inherit_pthread)
 {
 	static const char *const kv_s[] = { "via=slot" };
 	struct plabel_thread_arg t = { 0 };
+	struct plabel_wait_arg w;
 	uint64_t id, sid;
 	pthread_t th;
 
@@ -1012,6 +1055,20 @@ TEST(inherit_pthread)
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ((int64_t)sid, t.seen);
 	EXPECT_STREQ("via=slot", t.labels);
+	/*
+	 * The new thread got the labels, not the slot: the creator switching
+	 * afterwards does not change the thread's labels.
+	 */
+	w.fd = t.fd;
+	ASSERT_EQ(0, pipe(w.go));
+	ASSERT_EQ(0, pthread_create(&th, NULL, plabel_thread_wait_get, &w));
+	plabel_tls_slot = id;
+	EXPECT_EQ((int64_t)id, plabel_cur(t.fd));
+	ASSERT_EQ(1, write(w.go[1], "", 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ((int64_t)sid, w.seen);
+	close(w.go[0]);
+	close(w.go[1]);
 	/* No labels, none inherited. */
 	plabel_tls_slot = 0;
 	ASSERT_EQ(0, plabel_use(t.fd, 0));
@@ -1079,21 +1136,33 @@ struct plabel_direct_exec_arg {
 	const char *expect;
 };
 
-/* In a child: kernel-stored labels, then slot labels, then exec. */
+/*
+ * In a child: kernel-stored labels, then slot labels (the slot at a fixed
+ * address), then exec the helper, which puts the slot's id back at that
+ * address before reading its labels.
+ */
 static int plabel_direct_exec_child(void *p)
 {
 	struct plabel_direct_exec_arg *d = p;
+	char id[32];
+	uint64_t *slot;
 
 	if (plabel_use(d->fd, d->kernel_id))
 		return 10;
-	if (d->slot_id) {
-		plabel_tls_slot = d->slot_id;
-		if (plabel_slot(d->fd, (uintptr_t)&plabel_tls_slot))
-			return 11;
-		if (plabel_cur(d->fd) != (int64_t)d->slot_id)
-			return 12;
-	}
-	return plabel_exec_expect(d->expect);
+	if (!d->slot_id)
+		return plabel_exec_expect(d->expect);
+	slot = plabel_map_fixed_slot();
+	if (!slot)
+		return 11;
+	*slot = d->slot_id;
+	if (plabel_slot(d->fd, (uintptr_t)slot))
+		return 12;
+	if (plabel_cur(d->fd) != (int64_t)d->slot_id)
+		return 13;
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)d->slot_id);
+	execl("/proc/self/exe", "labels_test", "--expect", d->expect, id,
+	      (char *)NULL);
+	return 99;
 }
 
 TEST(inherit_exec)
@@ -1134,7 +1203,7 @@ TEST(inherit_exec)
  * labels through ioctls and its slot and starting a grandchild thread,
  * while the creator keeps changing its own labels.
  */
-#define PLABEL_STORM_ROUNDS	40
+#define PLABEL_STORM_ROUNDS	30
 #define PLABEL_STORM_BATCH	50
 #define PLABEL_STORM_SETS	8
 
@@ -1182,7 +1251,7 @@ static void *plabel_storm_thread(void *p)
 	plabel_tls_slot = 0;
 	if (plabel_slot(s->fd, (uintptr_t)&plabel_tls_slot))
 		plabel_storm_error(s);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 2; i++) {
 		uint64_t id = s->ids[rand_r(&seed) % PLABEL_STORM_SETS];
 
 		plabel_tls_slot = id;
@@ -1204,8 +1273,21 @@ static void *plabel_storm_thread(void *p)
 	return NULL;
 }
 
-TEST(thread_storm)
+FIXTURE(storm) {
+};
+
+FIXTURE_SETUP(storm)
 {
+}
+
+FIXTURE_TEARDOWN(storm)
+{
+}
+
+/* Usually a few seconds under TCG; the default 30 s is tight on a busy host. */
+TEST_F_TIMEOUT(storm, thread_storm, 180)
+{
+	struct timespec t0, t1;
 	pthread_t th[PLABEL_STORM_BATCH];
 	struct plabel_storm s = { 0 };
 	long tasks0, sets0;
@@ -1219,6 +1301,7 @@ TEST(thread_storm)
 	pthread_mutex_init(&s.lock, NULL);
 	for (i = 0; i < PLABEL_STORM_SETS; i++)
 		ASSERT_EQ(0, plabel_new_i(s.fd, "storm", i, &s.ids[i]));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (r = 0; r < PLABEL_STORM_ROUNDS; r++) {
 		s.want = r % 3 ? s.ids[r % PLABEL_STORM_SETS] : 0;
 		ASSERT_EQ(0, plabel_use(s.fd, s.want));
@@ -1228,6 +1311,9 @@ TEST(thread_storm)
 		for (i = 0; i < PLABEL_STORM_BATCH; i++)
 			ASSERT_EQ(0, pthread_join(th[i], NULL));
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	TH_LOG("%d threads in %.1f s", PLABEL_STORM_ROUNDS * PLABEL_STORM_BATCH,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	EXPECT_EQ(0, s.errors);
 	EXPECT_EQ(0, plabel_use(s.fd, 0));
 	close(s.fd);
@@ -1428,7 +1514,7 @@ TEST(unload_with_labeled_threads)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--expect"))
-		return plabel_expect_main(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "--expect"))
+		return plabel_expect_main(argv[2], argc >= 4 ? argv[3] : NULL);
 	return test_harness_run(argc, argv);
 }
