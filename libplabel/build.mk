@@ -22,10 +22,11 @@ $(LIB_DIR)/obj/%.o: libplabel/%.c $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
-$(LIB_SO): $(LIB_OBJS) libplabel/libplabel.map
+$(LIB_SO): $(LIB_OBJS) libplabel/libplabel.map libplabel/build.mk
 	$(CC) -shared -o $@ $(LIB_OBJS) -Wl,-soname,$(PLABEL_LIB_SONAME) \
 		-Wl,--version-script=libplabel/libplabel.map \
-		-Wl,-z,defs -Wl,-z,relro -Wl,-z,now $(LDFLAGS) -lpthread
+		-Wl,-z,defs -Wl,-z,relro -Wl,-z,now -Wl,-z,nodelete \
+		$(LDFLAGS) -lpthread
 	ln -sf $(notdir $@) $(LIB_DIR)/$(PLABEL_LIB_SONAME)
 	ln -sf $(PLABEL_LIB_SONAME) $(LIB_DIR)/libplabel.so
 
