@@ -39,10 +39,15 @@ $(LIB_PC): libplabel/plabel.pc.in libplabel/build.mk
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@VERSION@|$(PLABEL_LIB_VERSION)|' $< > $@
 
-libplabel: $(LIB_SO) $(LIB_A) $(LIB_PC)
+# The same under pkgconfig/, where the VM runner and PKG_CONFIG_PATH look.
+$(LIB_DIR)/pkgconfig/plabel.pc: $(LIB_PC)
+	@mkdir -p $(@D)
+	cp $< $@
+
+libplabel: $(LIB_SO) $(LIB_A) $(LIB_PC) $(LIB_DIR)/pkgconfig/plabel.pc
 .PHONY: libplabel bench-labels
 
-ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC)
+ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC) $(LIB_DIR)/pkgconfig/plabel.pc
 
 # Tests link the static library (VM tests then need nothing installed).
 TEST_DEPS	+= $(LIB_A)
