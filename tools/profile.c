@@ -1470,7 +1470,8 @@ plabel_prof_sample_type(const struct plabel_prof *p, size_t i)
 	return p->stypes[i];
 }
 
-struct plabel_prof_value_type plabel_prof_period_type(const struct plabel_prof *p)
+struct plabel_prof_value_type
+plabel_prof_period_type(const struct plabel_prof *p)
 {
 	return p->ptype;
 }

@@ -150,7 +150,8 @@ struct plabel_prof_location_info {
 size_t plabel_prof_num_values(const struct plabel_prof *p);
 struct plabel_prof_value_type
 plabel_prof_sample_type(const struct plabel_prof *p, size_t i);
-struct plabel_prof_value_type plabel_prof_period_type(const struct plabel_prof *p);
+struct plabel_prof_value_type
+plabel_prof_period_type(const struct plabel_prof *p);
 int64_t plabel_prof_period(const struct plabel_prof *p);
 /* Index of the default sample type (pprof's rule: default_sample_type if
  * set and present, else the last one). */

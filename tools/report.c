@@ -1492,7 +1492,8 @@ static void plabel_report_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: plabel report [--top N] [--tags] [--sample-index TYPE|N]\n"
-		"                     [--tagfocus KEY=RE[,RE..]] [--tagignore KEY=RE[,RE..]] FILE\n"
+		"                     [--tagfocus KEY=RE[,RE..]]\n"
+		"                     [--tagignore KEY=RE[,RE..]] FILE\n"
 		"\n"
 		"Text view of a pprof profile (plabel's or any other); the numbers are\n"
 		"those `go tool pprof -top` prints for the same file.\n"
