@@ -1558,7 +1558,7 @@ int plabel_cmd_report(int argc, char **argv)
 	char *end;
 	long v;
 
-	optind = 1;
+	optind = 0;	/* full reset: report may run more than once */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
