@@ -49,7 +49,7 @@ E2E_BINS	:= $(patsubst tests/e2e/progs/%.c,$(B)/tests/e2e/%,$(E2E_SRCS))
 E2E_CFLAGS	= $(ALL_CFLAGS) -Ilibplabel -O1
 E2E_CFLAGS_nofp	:= -fomit-frame-pointer
 
-$(B)/tests/e2e/%: tests/e2e/progs/%.c $(wildcard tests/e2e/progs/*.h) $(LIB_A)
+$(B)/tests/e2e/%: tests/e2e/progs/%.c $(wildcard tests/e2e/progs/*.h) $(LIB_A) tools/build.mk
 	@mkdir -p $(@D)
 	$(CC) $(E2E_CFLAGS) $(E2E_CFLAGS_$*) -o $@ $< $(LIB_A) -lpthread
 

@@ -271,8 +271,29 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 	m->end = end;
 	m->offset = off;
 	m->time_ns = t;
-	m->path = ps;
 	m->elf = plabel_syms_elf(c->syms, ps);
+	if (!m->elf && ps[0] == '/') {
+		/*
+		 * The kernel names files as its own context sees them; under
+		 * a chroot or container the prefix differs from ours. Try the
+		 * path with leading directories dropped.
+		 */
+		const char *q = ps;
+
+		while (!m->elf && (q = strchr(q + 1, '/')))
+			m->elf = plabel_syms_elf(c->syms, q);
+		if (m->elf && q) {
+			char *np = strdup(q);
+
+			if (!np) {
+				free(ps);
+				return -ENOMEM;
+			}
+			free(ps);
+			ps = np;
+		}
+	}
+	m->path = ps;
 	p->map_gen[p->nmaps] = plabel_proc_gen(p, t);
 	p->map_fallback[p->nmaps] = fallback;
 	p->nmaps++;
@@ -337,7 +358,8 @@ static int plabel_add_sample(struct plabel_collect *c,
 	    plabel_proc_read_maps(c, p, h->time_ns))
 		return -ENOMEM;
 
-	if (r->u.sample.has_regs && (h->flags & PLABEL_SAMPLE_USER)) {
+	/* user regs: where it was interrupted, or entered the kernel */
+	if (r->u.sample.has_regs) {
 		struct plabel_map maps[256];
 		size_t nmaps = plabel_proc_maps_at(p, h->time_ns, maps, 256);
 

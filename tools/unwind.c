@@ -46,6 +46,8 @@ struct plabel_unwinder {
 	const struct plabel_map *maps;
 	size_t nmaps;
 	const uint64_t *regs;
+	uint64_t leaf_regs[PLABEL_REGS_NR];
+	uint64_t stack_base;	/* address of stack[0] */
 	const uint8_t *stack;
 	size_t stack_size;
 };
@@ -65,7 +67,7 @@ static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 				unw_word_t *valp, int write, void *arg)
 {
 	struct plabel_unwinder *u = arg;
-	uint64_t sp = u->regs[PLABEL_REG_RSP];
+	uint64_t sp = u->stack_base;
 	const struct plabel_uw_obj *o;
 
 	if (write)
@@ -269,10 +271,36 @@ static int plabel_uw_add_objs(struct plabel_unwinder *u)
 	return 0;
 }
 
+/*
+ * Restart the unwind one frame up from a leaf, taking the return address
+ * from the top of the stack. 0 when the cursor now stands there.
+ */
+static int plabel_uw_leaf_retry(struct plabel_unwinder *u, unw_cursor_t *c)
+{
+	const uint64_t *orig = u->regs;
+	unw_word_t ra;
+
+	if (plabel_uw_access_mem(u->as, orig[PLABEL_REG_RSP], &ra, 0, u) ||
+	    !plabel_maps_find(u->maps, u->nmaps, ra))
+		return -ENOENT;
+	memcpy(u->leaf_regs, orig, sizeof(u->leaf_regs));
+	u->leaf_regs[PLABEL_REG_RIP] = ra;
+	u->leaf_regs[PLABEL_REG_RSP] += 8;
+	u->regs = u->leaf_regs;
+	if (unw_init_remote(c, u->as, u)) {
+		u->regs = orig;
+		return -EINVAL;
+	}
+	/* the stack copy still starts at the original stack pointer */
+	u->stack_base = orig[PLABEL_REG_RSP];
+	return 0;
+}
+
 int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 		  size_t nmaps, const uint64_t *regs, const void *stack,
 		  size_t stack_size, uint64_t *ips, size_t max)
 {
+	unw_word_t prev_sp;
 	unw_cursor_t c;
 	size_t n = 0;
 	int ret;
@@ -282,6 +310,7 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 	u->maps = maps;
 	u->nmaps = nmaps;
 	u->regs = regs;
+	u->stack_base = regs[PLABEL_REG_RSP];
 	u->stack = stack;
 	u->stack_size = stack_size;
 	ret = plabel_uw_add_objs(u);
@@ -290,16 +319,32 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 	ips[n++] = regs[PLABEL_REG_RIP];
 	if (unw_init_remote(&c, u->as, u))
 		return n;
+	prev_sp = regs[PLABEL_REG_RSP];
 	while (n < max) {
-		unw_word_t ip, prev = ips[n - 1];
+		unw_word_t ip, sp;
 
-		if (unw_step(&c) <= 0)
+		if (unw_step(&c) <= 0) {
+			/*
+			 * A leaf without unwind info (glibc's clone3 ends its
+			 * CFI before the syscall): if nothing was pushed yet,
+			 * the return address is at the stack pointer.
+			 */
+			if (n != 1 || plabel_uw_leaf_retry(u, &c))
+				break;
+			ips[n++] = u->leaf_regs[PLABEL_REG_RIP];
+			prev_sp = u->leaf_regs[PLABEL_REG_RSP];
+			continue;
+		}
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) || !ip ||
+		    unw_get_reg(&c, UNW_REG_SP, &sp))
 			break;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) || !ip)
+		/*
+		 * The stack grows down: a caller's frame is above. (Equal
+		 * return addresses are fine: recursion.)
+		 */
+		if (sp < prev_sp)
 			break;
-		/* a frame that does not move is the end of a broken chain */
-		if (ip == prev && n > 1)
-			break;
+		prev_sp = sp;
 		ips[n++] = ip;
 	}
 	return n;

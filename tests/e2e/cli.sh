@@ -5,7 +5,8 @@
 # errors with one clear message (exit 1), and SIGINT ending a recording
 # that still writes its files.
 
-. tests/e2e/lib/common.sh cli
+E2E_NAME=cli
+. tests/e2e/lib/common.sh
 
 for c in record report run; do
 	t_ok "plabel $c --help" sh -c '"$1" "$2" --help | grep -q "^usage: plabel $2"' - "$PLABEL" "$c"

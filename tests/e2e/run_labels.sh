@@ -4,7 +4,8 @@
 # plabel run -l k=v labels an unmodified program (no libplabel) and the
 # child it forks; recorded through plabel record -- plabel run ...
 
-. tests/e2e/lib/common.sh run_labels
+E2E_NAME=run_labels
+. tests/e2e/lib/common.sh
 e2e_need_module
 
 D=$E2E_OUT/spin

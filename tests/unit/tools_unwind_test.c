@@ -116,6 +116,35 @@ TEST(unwind_snapshot_without_frame_pointers)
 	free(s);
 }
 
+TEST(unwind_recursion)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_unwinder *u = plabel_unwinder_new();
+	struct plabel_map *maps;
+	uint64_t ips[64];
+	size_t n;
+	int nips, i, rec = 0;
+
+	ASSERT_NE(NULL, s);
+	plabel_chain_rec(s, stack_end(), 6);
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	nips = plabel_unwind(u, maps, n, s->regs, s->stack, s->stack_size,
+			     ips, 64);
+	for (i = 1; i < nips; i++) {
+		const char *name = name_of(syms, maps, n, ips[i], 0);
+
+		if (name && !strcmp(name, "plabel_chain_rec"))
+			rec++;
+	}
+	/* the outer call plus six nested ones */
+	EXPECT_EQ(7, rec);
+	plabel_maps_free(maps, n);
+	plabel_unwinder_free(u);
+	plabel_syms_free(syms);
+	free(s);
+}
+
 TEST(unwind_truncated_stack_stops_cleanly)
 {
 	struct plabel_snap *s = calloc(1, sizeof(*s));

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Two labeled workers: alpha burns three times the CPU time beta burns,
- * each in its own function, each under its own label set. The threads are
- * created by spawn_workers() under phase=spawn, which the thread-create
- * profile must show. Usage: workers [MS_OF_BETA] (default 400).
+ * Two labeled workers: alpha does three times the work beta does, each in
+ * its own function, each under its own label set. Work, not CPU time as the
+ * guest clock tells it: under an emulator a vCPU the host does not run
+ * still sees its clock advance, so only work gives a steady 3:1. The
+ * threads are created by spawn_workers() under phase=spawn, which the
+ * thread-create profile must show. Usage: workers [MS_OF_BETA] (default
+ * 400, calibrated at start).
  */
 #include <plabel.h>
 #include <pthread.h>
@@ -14,31 +17,49 @@ static volatile uint64_t plabel_sink;
 
 struct worker {
 	const char *name;
-	int64_t ns;
+	uint64_t rounds;
 };
 
-__attribute__((noinline)) static void burn_alpha(int64_t ns)
+static uint64_t plabel_step(uint64_t x, uint64_t a, uint64_t c)
 {
-	int64_t end = plabel_e2e_cpu_ns() + ns;
-	uint64_t x = 1;
-
-	while (plabel_e2e_cpu_ns() < end) {
-		for (int i = 0; i < 100000; i++)
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		plabel_sink = x;
-	}
+	for (int i = 0; i < 10000; i++)
+		x = x * a + c;
+	return x;
 }
 
-__attribute__((noinline)) static void burn_beta(int64_t ns)
+__attribute__((noinline)) static void burn_alpha(uint64_t rounds)
 {
-	int64_t end = plabel_e2e_cpu_ns() + ns;
+	uint64_t x = 1;
+
+	for (uint64_t r = 0; r < rounds; r++)
+		x = plabel_step(x, 6364136223846793005ULL,
+				1442695040888963407ULL);
+	plabel_sink = x;
+}
+
+__attribute__((noinline)) static void burn_beta(uint64_t rounds)
+{
 	uint64_t x = 7;
 
-	while (plabel_e2e_cpu_ns() < end) {
-		for (int i = 0; i < 100000; i++)
-			x = x * 2862933555777941757ULL + 3037000493ULL;
-		plabel_sink = x;
-	}
+	for (uint64_t r = 0; r < rounds; r++)
+		x = plabel_step(x, 2862933555777941757ULL, 3037000493ULL);
+	plabel_sink = x;
+}
+
+/* Rounds of plabel_step() per millisecond of this thread's CPU time. */
+static uint64_t plabel_calibrate(void)
+{
+	int64_t t0 = plabel_e2e_cpu_ns(), t;
+	uint64_t x = 3, rounds = 0;
+
+	do {
+		for (int i = 0; i < 16; i++)
+			x = plabel_step(x, 6364136223846793005ULL, 1);
+		rounds += 16;
+		t = plabel_e2e_cpu_ns() - t0;
+	} while (t < 50000000);
+	plabel_sink = x;
+	return rounds * 1000000 / t + 1;
 }
 
 static void *worker_main(void *arg)
@@ -49,9 +70,9 @@ static void *worker_main(void *arg)
 	/* replaces the inherited phase=spawn */
 	plabel_e2e_check(plabel_set(kv, 1), "plabel_set");
 	if (w->name[0] == 'a')
-		burn_alpha(w->ns);
+		burn_alpha(w->rounds);
 	else
-		burn_beta(w->ns);
+		burn_beta(w->rounds);
 	return NULL;
 }
 
@@ -69,10 +90,11 @@ __attribute__((noinline)) static void spawn_workers(struct worker *w,
 
 int main(int argc, char **argv)
 {
-	int64_t ms = argc > 1 ? atoi(argv[1]) : 400;
+	uint64_t ms = argc > 1 ? atoi(argv[1]) : 400;
+	uint64_t per_ms = plabel_calibrate();
 	struct worker w[2] = {
-		{ "alpha", 3 * ms * 1000000 },
-		{ "beta", ms * 1000000 },
+		{ "alpha", 3 * ms * per_ms },
+		{ "beta", ms * per_ms },
 	};
 	pthread_t t[2];
 

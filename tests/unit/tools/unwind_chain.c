@@ -69,3 +69,16 @@ int plabel_chain_a(struct plabel_snap *s, uint64_t stack_end, int x)
 	asm volatile("" : "+r"(r));
 	return r - 11;
 }
+
+/* Recursion: consecutive frames with the same return address. */
+__attribute__((noinline, noclone))
+int plabel_chain_rec(struct plabel_snap *s, uint64_t stack_end, int depth)
+{
+	int r;
+
+	if (!depth)
+		return plabel_snap_take(s, stack_end, 0);
+	r = plabel_chain_rec(s, stack_end, depth - 1);
+	asm volatile("" : "+r"(r));
+	return r + 1;
+}

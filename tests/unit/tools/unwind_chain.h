@@ -25,5 +25,7 @@ int plabel_chain_a(struct plabel_snap *s, uint64_t stack_end, int x);
 int plabel_chain_b(struct plabel_snap *s, uint64_t stack_end, int x);
 int plabel_chain_c(struct plabel_snap *s, uint64_t stack_end, int x);
 int plabel_snap_take(struct plabel_snap *s, uint64_t stack_end, int x);
+/* depth nested calls of itself, then plabel_snap_take(s) */
+int plabel_chain_rec(struct plabel_snap *s, uint64_t stack_end, int depth);
 
 #endif /* PLABEL_TESTS_UNWIND_CHAIN_H */
