@@ -678,7 +678,20 @@ TEST(small_profile_numbers)
 	tmp_cleanup();
 }
 
-TEST(agrees_with_go_tool_pprof)
+/* Runs of go tool pprof take a while on a busy machine: longer timeouts. */
+FIXTURE(pprof) {
+	int unused;
+};
+
+FIXTURE_SETUP(pprof)
+{
+}
+
+FIXTURE_TEARDOWN(pprof)
+{
+}
+
+TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 {
 	const char *a[4];
 	unsigned int seed;
@@ -750,6 +763,96 @@ TEST(agrees_with_go_tool_pprof)
 		plabel_prof_free(p);
 		free(path);
 	}
+	tmp_cleanup();
+	EXPECT_EQ(0, bad);
+}
+
+/*
+ * Profiles written by Go's runtime/pprof: other sample types (the heap
+ * profile has four, bytes among them, and a default_sample_type), Go's
+ * naming, its labels. The program is written out and run with `go run`.
+ */
+static const char go_program[] =
+	"package main\n"
+	"import (\n"
+	"\t\"context\"\n\t\"os\"\n\t\"runtime/pprof\"\n\t\"time\"\n"
+	")\n"
+	"type T struct{ n int; keep [][]byte }\n"
+	"func (t *T) spin(d time.Duration) {\n"
+	"\tend := time.Now().Add(d)\n"
+	"\tfor time.Now().Before(end) {\n"
+	"\t\tt.n++\n"
+	"\t\tif t.n%100000 == 0 {\n"
+	"\t\t\tt.keep = append(t.keep, make([]byte, 4096))\n"
+	"\t\t}\n"
+	"\t}\n"
+	"}\n"
+	"func write(name, prof string) {\n"
+	"\tf, _ := os.Create(name)\n"
+	"\tpprof.Lookup(prof).WriteTo(f, 0)\n"
+	"\tf.Close()\n"
+	"}\n"
+	"func main() {\n"
+	"\tf, _ := os.Create(\"go-cpu.pb.gz\")\n"
+	"\tpprof.StartCPUProfile(f)\n"
+	"\tt := &T{}\n"
+	"\tpprof.Do(context.Background(), pprof.Labels(\"worker\", \"alpha\"),\n"
+	"\t\tfunc(context.Context) { t.spin(300 * time.Millisecond) })\n"
+	"\tpprof.Do(context.Background(), pprof.Labels(\"worker\", \"beta\"),\n"
+	"\t\tfunc(context.Context) { t.spin(100 * time.Millisecond) })\n"
+	"\tpprof.StopCPUProfile()\n"
+	"\tf.Close()\n"
+	"\twrite(\"go-heap.pb.gz\", \"heap\")\n"
+	"\twrite(\"go-goroutine.pb.gz\", \"goroutine\")\n"
+	"}\n";
+
+TEST_F_TIMEOUT(pprof, agrees_on_go_written_profiles, 240)
+{
+	static const char *const files[] = {
+		"go-cpu.pb.gz", "go-heap.pb.gz", "go-goroutine.pb.gz",
+	};
+	char *src = tmp_path("main.go"), *cmd, *out, *path;
+	const char *a[2];
+	int st, bad = 0;
+	size_t i;
+	FILE *f;
+
+	if (!have_go())
+		SKIP(return, "go (golang-go) is not installed");
+	setenv("TZ", "UTC", 1);
+	tzset();
+	f = fopen(src, "w");
+	ASSERT_NE(NULL, f);
+	fputs(go_program, f);
+	fclose(f);
+	ASSERT_LE(0, asprintf(&cmd,
+		"cd '%s' && HOME=${HOME:-%s} GOCACHE=${GOCACHE:-%s/gocache} "
+		"GOFLAGS=-mod=mod GOPROXY=off go run main.go 2>&1", tmp_dir,
+		tmp_dir, tmp_dir));
+	out = run_cmd(cmd, &st);
+	free(cmd);
+	ASSERT_EQ(0, st) TH_LOG("go run: %s", out ? out : "?");
+	free(out);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		path = tmp_path(files[i]);
+		bad += agree(_metadata, path, "-top", 0, a);
+		a[0] = "--tags";
+		bad += agree(_metadata, path, "-tags", 1, a);
+		a[0] = "--top=3";
+		bad += agree(_metadata, path, "-top -nodecount=3", 1, a);
+		a[0] = "--sample-index=0";
+		bad += agree(_metadata, path, "-top -sample_index=0", 1, a);
+		free(path);
+	}
+	path = tmp_path("go-cpu.pb.gz");
+	a[0] = "--tagfocus=worker=beta";
+	bad += agree(_metadata, path, "-top -tagfocus=worker=beta", 1, a);
+	free(path);
+	path = tmp_path("go-heap.pb.gz");
+	a[0] = "--sample-index=alloc_space";
+	bad += agree(_metadata, path, "-top -sample_index=alloc_space", 1, a);
+	free(path);
+	free(src);
 	tmp_cleanup();
 	EXPECT_EQ(0, bad);
 }
