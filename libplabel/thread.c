@@ -525,7 +525,7 @@ PLABEL_API int plabel_get(struct plabel_kv *out, size_t cap)
 PLABEL_API int plabel_do(const struct plabel_kv *kvs, size_t n,
 			 void (*fn)(void *), void *arg)
 {
-	const struct plabel_labels *prev, *set;
+	const struct plabel_labels *prev, *set = NULL;
 	struct plabel_frame frame;
 	struct plabel_thread *t;
 	uint64_t hash;
@@ -534,43 +534,44 @@ PLABEL_API int plabel_do(const struct plabel_kv *kvs, size_t n,
 	if (!fn)
 		return -EINVAL;
 	t = plabel_thread_get(&err);
-	if (!t)
-		goto err_run;
-	err = -EINVAL;
-	if (!n) {
+	if (!t) {
 		fn(arg);
-		return 0;
+		return err;
 	}
-	if (!kvs)
-		goto err_run;
-	err = -E2BIG;
-	if (n > plabel_limits.max_labels)
-		goto err_run;
-	err = plabel_hash_kvs(kvs, n, &hash);
-	if (err)
-		goto err_run;
 	prev = t->cur;
-	set = plabel_tc_lookup(t, prev ? prev->seq : 0, hash, kvs, n);
-	if (!set) {
-		err = plabel_resolve(t, prev, kvs, n, hash, &set);
-		if (err)
-			goto err_run;
+	/* On any error fn still runs, with the labels unchanged. */
+	if (!n)
+		err = 0;
+	else if (!kvs)
+		err = -EINVAL;
+	else if (n > plabel_limits.max_labels)
+		err = -E2BIG;
+	else
+		err = plabel_hash_kvs(kvs, n, &hash);
+	if (n && !err) {
+		set = plabel_tc_lookup(t, prev ? prev->seq : 0, hash, kvs, n);
+		if (!set)
+			err = plabel_resolve(t, prev, kvs, n, hash, &set);
 	}
+	if (!set)
+		set = prev;
 	frame.up = t->frames;
 	frame.prev = prev;
 	frame.merged = set;
 	t->frames = &frame;
-	err = plabel_store(t, set);
+	if (set != prev) {
+		int serr = plabel_store(t, set);
+
+		if (!err)
+			err = serr;
+	}
 	fn(arg);
 	/*
-	 * Restore; a failure here can only be the one-time clear of inherited
-	 * labels, which plabel_store() retries at the next clear.
+	 * Restore whatever fn did. A failure here can only be the one-time
+	 * clear of inherited labels, which plabel_store() retries at the next
+	 * clear.
 	 */
 	plabel_store(t, prev);
 	t->frames = frame.up;
-	return err;
-
-err_run:
-	fn(arg);
 	return err;
 }

@@ -319,6 +319,15 @@ TEST(do_restores_after_set_inside)
 	EXPECT_EQ(0, plabel_do((struct plabel_kv[]){ { "x", "y" } }, 1,
 			       set_inside, NULL));
 	EXPECT_STREQ("outer=1", cur());
+	/* Also without labels to add, and when the labels are invalid. */
+	EXPECT_EQ(0, plabel_do(NULL, 0, set_inside, NULL));
+	EXPECT_STREQ("outer=1", cur());
+	EXPECT_EQ(-EINVAL, plabel_do((struct plabel_kv[]){ { "", "y" } }, 1,
+				     set_inside, NULL));
+	EXPECT_STREQ("outer=1", cur());
+	ASSERT_EQ(0, plabel_clear());
+	EXPECT_EQ(-EINVAL, plabel_do(NULL, 1, set_inside, NULL));
+	EXPECT_STREQ("", cur());
 }
 
 struct vals {
