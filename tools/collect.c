@@ -698,7 +698,9 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	struct plabel_prof *pc, *pt;
 	int ret;
 
-	qsort(c->lsets, c->nlsets, sizeof(*c->lsets), plabel_lset_cmp);
+	if (c->nlsets)
+		qsort(c->lsets, c->nlsets, sizeof(*c->lsets),
+		      plabel_lset_cmp);
 	c->lsets_sorted = 1;
 	c->st.unresolved = 0;
 

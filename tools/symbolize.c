@@ -449,7 +449,9 @@ static void plabel_kallsyms_read(struct plabel_syms *s)
 		s->nksyms++;
 	}
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), plabel_ksym_cmp);
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms),
+		      plabel_ksym_cmp);
 }
 
 const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+#
+# Writes the seed corpus of the stream fuzzer, fuzz/corpus/stream/: small
+# valid record streams (include/uapi/plabel_uapi.h) covering every record
+# type, frame-pointer and dwarf samples, and a few near misses.
+#   python3 fuzz/stream_seeds.py [DIR]
+import os
+import struct
+import sys
+
+STREAM, LABELSET, SAMPLE, THREAD, LOST, MMAP, EXEC = range(1, 8)
+
+
+def rec(rtype, body):
+    size = 8 + len(body)
+    pad = (-size) % 8
+    return struct.pack("<II", rtype, size + pad) + body + b"\0" * pad
+
+
+def stream(callchain=1, period=1000000):
+    return rec(STREAM, struct.pack("<IIQQII", 1, callchain, period, 0, 2, 3))
+
+
+def labelset(sid, kvs):
+    body = struct.pack("<QII", sid, len(kvs), 0)
+    body += b"".join(struct.pack("<II", len(k), len(v)) for k, v in kvs)
+    body += b"".join(k + v for k, v in kvs)
+    return rec(LABELSET, body)
+
+
+def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None):
+    if flags is None:
+        flags = (0 if kips else 1) | (2 if regs else 0)
+    body = struct.pack("<QQIIIIIIHHI", 1000, sid, pid, pid + 1, 0, flags,
+                       pid + 2 if rtype == THREAD else 0,
+                       pid + 3 if rtype == THREAD else 0,
+                       len(kips), len(uips), len(stack))
+    body += b"".join(struct.pack("<Q", ip) for ip in kips + uips)
+    if regs:
+        body += b"".join(struct.pack("<Q", r) for r in regs) + stack
+    return rec(rtype, body)
+
+
+def lost(n):
+    return rec(LOST, struct.pack("<IIQ", 1, 0, n))
+
+
+def mmap(pid, start, end, off, path):
+    return rec(MMAP, struct.pack("<QIIQQQ", 5, pid, len(path), start, end,
+                                 off) + path)
+
+
+def execrec(pid, comm):
+    return rec(EXEC, struct.pack("<QII16s", 7, pid, pid, comm))
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "fuzz/corpus/stream"
+    os.makedirs(out, exist_ok=True)
+    kip = 0xffffffff81000000
+    seeds = {
+        "fp": stream() + labelset(5, [(b"worker", b"alpha"),
+                                      (b"tenant", b"acme")]) +
+        mmap(42, 0x400000, 0x401000, 0, b"/bin/true") +
+        sample(SAMPLE, 5, 42, [kip + 16, kip + 32], [0x400010, 0x400020]) +
+        sample(SAMPLE, 5, 42, [], [0x400010]) + lost(3),
+        "thread": stream() + labelset(9, [(b"phase", b"spawn")]) +
+        sample(THREAD, 9, 42, [], [0x400100, 0x400200]) +
+        execrec(42, b"true") +
+        mmap(42, 0x500000, 0x501000, 0x1000, b"/usr/bin/env"),
+        "dwarf": stream(callchain=2) +
+        mmap(7, 0x400000, 0x402000, 0, b"/bin/true") +
+        sample(SAMPLE, 0, 7, [], [0x400010],
+               regs=[i * 8 for i in range(16)] + [0x400010],
+               stack=struct.pack("<4Q", 0x400020, 0x400030, 0, 0x7ffd0000)),
+        "unknown": rec(99, b"\1" * 24) + lost(1) + rec(LABELSET, b""),
+        "unresolved": sample(SAMPLE, 77, 3, [], [0x1000, 0x2000]),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
