@@ -418,6 +418,97 @@ TEST(threads_concurrent)
 	plabel_labels_free(shared);
 }
 
+/* Random set/do/switch/clear; the kernel must agree after every step. */
+static const char *rk_keys[] = { "a", "bb", "c", "endpoint" };
+static const char *rk_vals[] = { "", "0", "/api/users", "x" };
+static struct plabel_labels *rk_handles[4];
+static unsigned long long rk_rng = 0x9e3779b97f4a7c15ULL;
+static int rk_steps, rk_bad;
+
+static unsigned int rk_rnd(unsigned int n)
+{
+	rk_rng ^= rk_rng << 13;
+	rk_rng ^= rk_rng >> 7;
+	rk_rng ^= rk_rng << 17;
+	return (unsigned int)(rk_rng % n);
+}
+
+static size_t rk_kvs(struct plabel_kv *kv)
+{
+	size_t n = 1 + rk_rnd(3), i, j;
+
+	for (i = 0; i < n; i++) {
+		kv[i].key = rk_keys[rk_rnd(4)];
+		kv[i].value = rk_vals[rk_rnd(4)];
+		for (j = 0; j < i; j++)
+			if (!strcmp(kv[j].key, kv[i].key))
+				break;
+		if (j < i)
+			n = i--;	/* drop the repeat */
+	}
+	return n;
+}
+
+static void rk_agree(void)
+{
+	char l[1024], k[1024];
+
+	rk_steps++;
+	if (strcmp(lib_labels(l, sizeof(l)), kernel_labels(k, sizeof(k)))) {
+		if (!rk_bad++)
+			fprintf(stderr, "# step %d: library '%s' kernel '%s'\n",
+				rk_steps, l, k);
+	}
+}
+
+static void rk_run(void *arg)
+{
+	long depth = (long)arg;
+	struct plabel_kv kv[4];
+	int i, n = 1 + rk_rnd(3);
+
+	rk_agree();
+	for (i = 0; i < n; i++) {
+		switch (rk_rnd(depth < 3 ? 5 : 4)) {
+		case 0:
+			plabel_set(kv, rk_kvs(kv));
+			break;
+		case 1:
+			plabel_switch(rk_handles[rk_rnd(4)]);
+			break;
+		case 2:
+			plabel_clear();
+			break;
+		case 3:
+			plabel_do(NULL, 0, rk_run, (void *)(depth + 1));
+			break;
+		default:
+			plabel_do(kv, rk_kvs(kv), rk_run, (void *)(depth + 1));
+			break;
+		}
+		rk_agree();
+	}
+}
+
+TEST(random_kernel_agrees)
+{
+	struct plabel_kv kv[4];
+	int i;
+
+	NEED_MODULE();
+	for (i = 0; i < 4; i++) {
+		rk_handles[i] = plabel_labels_new(kv, i ? rk_kvs(kv) : 0);
+		ASSERT_NE(NULL, rk_handles[i]);
+	}
+	for (i = 0; i < 150; i++)
+		rk_run((void *)0L);
+	EXPECT_EQ(0, rk_bad);
+	TH_LOG("%d steps compared", rk_steps);
+	plabel_clear();
+	for (i = 0; i < 4; i++)
+		plabel_labels_free(rk_handles[i]);
+}
+
 static unsigned int read_uint(const char *path)
 {
 	unsigned int v = 0;
