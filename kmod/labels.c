@@ -314,9 +314,11 @@ err_free:
 static struct plabel_set *plabel_intern(struct plabel_set *new)
 {
 	struct plabel_set *set;
+	bool flushed = false;
 	u32 index;
 	int ret;
 
+again:
 	mutex_lock(&plabel_intern_lock);
 	hash_for_each_possible(plabel_set_hash, set, hnode, new->hash) {
 		if (plabel_set_same(set, new) &&
@@ -327,6 +329,13 @@ static struct plabel_set *plabel_intern(struct plabel_set *new)
 		}
 	}
 	ret = plabel_user_charge(new->owner, new->bytes);
+	if (ret == -EDQUOT && !flushed) {
+		/* Sets just put still hold quota until reaped: reap now. */
+		mutex_unlock(&plabel_intern_lock);
+		flush_work(&plabel_reap_work);
+		flushed = true;
+		goto again;
+	}
 	if (ret)
 		goto err_unlock;
 	/* Reserve the index, fill in the id, then publish. */

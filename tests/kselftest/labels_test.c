@@ -585,18 +585,16 @@ static int plabel_quota_user(void *p)
 		    read(q->go_fd, &c, 1) != 1)
 			return 15;
 	}
-	/* Freeing one makes room for one (the free may lag a little). */
+	/* Freeing one makes room for one, at once. */
 	if (plabel_put(fd, ids[1]))
 		return 16;
 	snprintf(value, sizeof(value), "%0*d", q->value_len, 99999);
-	for (i = 0; i < 100; i++) {
-		err = plabel_new_raw(fd, &l, 1, &id);
-		if (err != -EDQUOT)
-			break;
-		usleep(20000);
-	}
-	if (err)
+	if (plabel_new_raw(fd, &l, 1, &id))
 		return 17;
+	if (plabel_new_raw(fd, &l, 1, &id))
+		return 18;
+	if (q->nsets && plabel_new_i(fd, "q", 1, &id) != -EDQUOT)
+		return 19;
 	close(fd);
 	return 0;
 }
