@@ -42,6 +42,16 @@ $(B)/tests/unit/unwind_chain.o: tests/unit/tools/unwind_chain.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fomit-frame-pointer -O1 -c -o $@ $<
 
+# --help texts against Documentation/tools.rst (a shell test, like the
+# library's ABI check).
+TOOLS_HELP_CHECK := $(B)/tests/unit/tools_help_check
+$(TOOLS_HELP_CHECK): tests/unit/tools_help_check.sh $(PLABEL_BIN)
+	@mkdir -p $(@D)
+	cp $< $@
+	chmod +x $@
+HOST_TESTS	+= $(TOOLS_HELP_CHECK)
+ALL_TARGETS	+= $(TOOLS_HELP_CHECK)
+
 # End-to-end test programs, run inside the VM by tests/e2e/*.sh. The
 # -fomit-frame-pointer one exercises `-g dwarf`.
 E2E_SRCS	:= $(sort $(wildcard tests/e2e/progs/*.c))

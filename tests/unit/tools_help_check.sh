@@ -1,0 +1,52 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# `plabel CMD --help` and `plabel help CMD` print exactly the texts
+# Documentation/tools.rst shows (the literal block after ".. help: CMD"),
+# and the top-level usage lists every command. Installed as
+# build/tests/unit/tools_help_check; runs from the checkout.
+here=$(cd "$(dirname "$0")" && pwd)
+for d in "$here/../../.." "$here/../.." .; do
+	[ -f "$d/Documentation/tools.rst" ] && [ -f "$d/tests/lib.sh" ] &&
+		cd "$d" && break
+done
+. tests/lib.sh
+
+B=${B:-build}
+PLABEL=$B/bin/plabel
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# doc_help CMD: the literal block after ".. help: CMD", unindented
+doc_help() {
+	awk -v cmd="$1" '
+		$0 == ".. help: " cmd { want = 1; next }
+		want && $0 == "::" { inblk = 1; next }
+		inblk && /^[^ ]/ { exit }
+		inblk { sub(/^  /, ""); print }' Documentation/tools.rst |
+		sed -e '1{/^$/d}' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
+}
+
+for c in record run; do
+	doc_help "$c" >"$tmp/doc"
+	if [ ! -s "$tmp/doc" ]; then
+		t_fail "$c: documented" "no '.. help: $c' block in Documentation/tools.rst"
+		continue
+	fi
+	"$PLABEL" "$c" --help >"$tmp/help"
+	if diff -u "$tmp/doc" "$tmp/help" >"$tmp/diff"; then
+		t_pass "plabel $c --help matches Documentation/tools.rst"
+	else
+		sed 's/^/# /' "$tmp/diff"
+		t_fail "plabel $c --help matches Documentation/tools.rst"
+	fi
+	"$PLABEL" help "$c" >"$tmp/help2"
+	t_ok "plabel help $c is the same text" cmp -s "$tmp/help" "$tmp/help2"
+done
+"$PLABEL" help report >"$tmp/rep" 2>&1
+t_ok "plabel help report" grep -q "^usage: plabel report" "$tmp/rep"
+"$PLABEL" --help >"$tmp/top"
+for c in record report run; do
+	t_ok "plabel --help lists $c" grep -q "^  $c " "$tmp/top"
+done
+t_done
