@@ -110,6 +110,12 @@ __attribute__((constructor)) static void exec_check(void)
 		fprintf(stderr, "exec'd: want '%s' kernel '%s'\n", want, got);
 		_exit(1);
 	}
+	/* The library's first call recovers them. */
+	lib_labels(got, sizeof(got));
+	if (strcmp(want, got)) {
+		fprintf(stderr, "exec'd: want '%s' library '%s'\n", want, got);
+		_exit(2);
+	}
 	_exit(0);
 }
 
