@@ -93,8 +93,9 @@ PLABEL_API int plabel_clear(void);
  * plabel_labels_new(), until that set is freed too). A thread's first call
  * includes the labels it inherited from its creator.
  *
- * Return: the number of labels the thread has (may exceed @cap), or
- * -EINVAL for NULL @out with @cap > 0.
+ * Return: the number of labels the thread has (may exceed @cap); -EINVAL
+ * for NULL @out with @cap > 0; -ENOMEM when the thread's first label call
+ * cannot allocate its state.
  *
  * Async-signal-safe once the thread has made a label call.
  */
@@ -147,7 +148,9 @@ PLABEL_API struct plabel_labels *plabel_labels_new(const struct plabel_kv *kvs,
  * stay alive (not passed to plabel_labels_free()) while any thread is
  * switched to it.
  *
- * Return: 0, or a negative errno when the thread's first label call fails.
+ * Return: 0, or a negative errno when the thread's first label call fails
+ * (-ENOMEM, or the kernel's error registering the slot) or the one-time
+ * clear of inherited labels fails; the labels are then unchanged.
  *
  * Async-signal-safe once the thread has made a label call.
  */
