@@ -18,12 +18,15 @@
 #include <linux/bsearch.h>
 #include <linux/capability.h>
 #include <linux/debugfs.h>
+#include <linux/fs_struct.h>
 #include <linux/hash.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/timekeeping.h>
@@ -175,6 +178,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
 	if (i == PLABEL_MM_PENDING || !mmget_not_zero(mm))
 		return;
 	e->tgid = current->tgid;
+	e->task = get_task_struct(current);
 	smp_store_release(&e->mm, mm);
 
 	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
@@ -212,11 +216,52 @@ static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
 	local_irq_restore(flags);
 }
 
+/*
+ * The scanner runs in a kworker, whose root directory is the system's: a
+ * path d_path() gives there is made relative to the sampled task's root
+ * directory (chroot) when it lies below it, so paths are as the sampled
+ * process saw them (when the whole process is gone, they stay as the
+ * system's root sees them). Returns the root's path length, 0 for "/" or
+ * none.
+ */
+static size_t plabel_task_root(struct plabel_session *s,
+			       struct task_struct *task, char **rootp)
+{
+	struct task_struct *t;
+	struct path root;
+	bool have = false;
+	char *p;
+
+	/* the sampled thread may be gone (exit drops ->fs): any will do */
+	rcu_read_lock();
+	for_each_thread(task, t) {
+		task_lock(t);
+		if (t->fs) {
+			get_fs_root(t->fs, &root);
+			have = true;
+		}
+		task_unlock(t);
+		if (have)
+			break;
+	}
+	rcu_read_unlock();
+	if (!have)
+		return 0;
+	p = d_path(&root, s->root_buf, PATH_MAX);
+	path_put(&root);
+	if (IS_ERR(p) || !strcmp(p, "/"))
+		return 0;
+	*rootp = p;
+	return strlen(p);
+}
+
 /* Process context: MMAP records for each executable file mapping of mm. */
 static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
-			   pid_t tgid)
+			   struct task_struct *task, pid_t tgid)
 {
 	struct vm_area_struct *vma;
+	char *root = NULL;
+	size_t rlen = plabel_task_root(s, task, &root);
 	VMA_ITERATOR(vmi, mm, 0);
 
 	mmap_read_lock(mm);
@@ -228,6 +273,8 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 		path = d_path(&vma->vm_file->f_path, s->path_buf, PATH_MAX);
 		if (IS_ERR(path))
 			continue;
+		if (rlen && !strncmp(path, root, rlen) && path[rlen] == '/')
+			path += rlen;
 		plabel_emit_mmap(s, tgid, vma, path,
 				 s->path_buf + PATH_MAX - 1 - path);
 	}
@@ -249,8 +296,9 @@ static void plabel_scan_pending(struct plabel_session *s)
 
 			if (!mm)
 				continue;
-			plabel_scan_mm(s, mm, e->tgid);
+			plabel_scan_mm(s, mm, e->task, e->tgid);
 			mmput(mm);
+			put_task_struct(e->task);
 			smp_store_release(&e->mm, NULL);
 			cond_resched();
 		}
@@ -362,6 +410,7 @@ static void plabel_session_free(struct plabel_session *s)
 		kfree(s->cpu);
 	}
 	kfree(s->path_buf);
+	kfree(s->root_buf);
 	kvfree(s->tree);
 	kfree(s->pids);
 	kfree(s);
@@ -453,7 +502,8 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 			return ret;
 	}
 	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	return s->path_buf ? 0 : -ENOMEM;
+	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	return s->path_buf && s->root_buf ? 0 : -ENOMEM;
 }
 
 static int plabel_session_start(struct plabel_file *pf, void __user *uarg)

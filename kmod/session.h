@@ -57,6 +57,7 @@ struct plabel_wr {
 
 struct plabel_mm_ref {
 	struct mm_struct *mm;	/* NULL: free; set last (release) */
+	struct task_struct *task;	/* pending only: for its root dir */
 	pid_t tgid;
 	int map_count;		/* cache only */
 	u32 seq;		/* cache only: session exec_seq */
@@ -104,6 +105,7 @@ struct plabel_session {
 	struct irq_work wake_work;
 	struct delayed_work tick;
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
+	char *root_buf;		/* PATH_MAX, for the mm scanner */
 };
 
 /* Counters shown in debugfs, per CPU, updated with irqs off. */

@@ -8,6 +8,7 @@
 #define PLABEL_SESSION_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +167,36 @@ static inline int su_drain(int fd, struct su_stream *st)
 	}
 }
 
+/* A thread draining the stream while the test runs, so no record drops. */
+struct su_reader {
+	int fd;
+	int err;
+	struct su_stream st;
+	pthread_t thread;
+};
+
+static inline void *su_reader_fn(void *arg)
+{
+	struct su_reader *r = arg;
+
+	r->err = su_drain(r->fd, &r->st);
+	return NULL;
+}
+
+static inline int su_reader_start(struct su_reader *r, int fd)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	return -pthread_create(&r->thread, NULL, su_reader_fn, r);
+}
+
+/* After the session stopped: wait for EOF; returns the reader's error. */
+static inline int su_reader_join(struct su_reader *r)
+{
+	pthread_join(r->thread, NULL);
+	return r->err;
+}
+
 static inline void su_stream_free(struct su_stream *st)
 {
 	free(st->buf);
@@ -305,6 +336,17 @@ static inline int su_labelset_is(struct plabel_rec_labelset *l,
 	       e->value_len == strlen(value) &&
 	       !memcmp(p, key, e->key_len) &&
 	       !memcmp(p + e->key_len, value, e->value_len);
+}
+
+/* Burn CPU until CLOCK_MONOTONIC passes end. */
+static inline void su_burn_until(uint64_t end)
+{
+	volatile uint64_t x = 0;
+	int i;
+
+	while (su_now_ns() < end)
+		for (i = 0; i < 100000; i++)
+			x += i;
 }
 
 /* Burn CPU in this thread for about ns of its own CPU time. */

@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a session records: every record type with the right contents, the
+ * labels samples carry (kernel-stored, slot-switched, inherited), the 3:1
+ * accuracy of the label split against the threads' own CPU time, both call
+ * chain modes, and many short-lived threads and processes.
+ */
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "session_util.h"
+#include "kselftest/kselftest_harness.h"
+
+#define NEED_ROOT() do {						\
+	if (!su_have_dev())						\
+		SKIP(return, SU_DEV " absent: module not loaded");	\
+	if (geteuid())							\
+		SKIP(return, "needs root for CAP_PERFMON");		\
+} while (0)
+
+#define CANARY 0x706c6162656c2121ull	/* "plabel!!" */
+
+static int start_session(int fd, uint32_t target, uint32_t callchain,
+			 uint32_t record, uint32_t hz, uint32_t stack_size)
+{
+	struct plabel_session_start_args a;
+	int32_t pid = getpid();
+
+	su_args_init(&a);
+	a.target = target;
+	if (target != PLABEL_TARGET_ALL) {
+		a.pids = (uintptr_t)&pid;
+		a.npids = 1;
+	}
+	a.callchain = callchain;
+	a.record = record;
+	a.sample_hz = hz;
+	a.stack_size = stack_size;
+	return su_start(fd, &a);
+}
+
+static int chain_has(struct plabel_rec_sample *s, uint64_t ip)
+{
+	uint64_t *ips = su_ips(s);
+	int i;
+
+	for (i = s->nr_kernel; i < s->nr_kernel + s->nr_user; i++)
+		if (ips[i] == ip)
+			return 1;
+	return 0;
+}
+
+#define FOR_EACH_REC(st, h, off) \
+	for (off = 0; (h = su_next(st, &off));)
+
+/* --- every record type ------------------------------------------------- */
+
+static uint64_t clone_ret;	/* return address into spawn_outer */
+static uint64_t pthread_ret;	/* return address into thread_outer */
+
+static __attribute__((noinline)) pid_t spawn_inner(void)
+{
+	pid_t pid;
+
+	clone_ret = (uintptr_t)__builtin_return_address(0);
+	/*
+	 * A fork through syscall(), which leaves rbp alone, so the frame
+	 * pointer chain from the clone syscall runs through this function.
+	 */
+	pid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static __attribute__((noinline)) pid_t spawn_outer(void)
+{
+	pid_t pid = spawn_inner();
+
+	asm volatile("" ::: "memory");	/* keep the call a call */
+	return pid;
+}
+
+static pid_t thread_child_tid;
+
+static void *record_tid(void *arg)
+{
+	thread_child_tid = su_gettid();
+	return NULL;
+}
+
+static __attribute__((noinline)) int thread_inner(pthread_t *t)
+{
+	pthread_ret = (uintptr_t)__builtin_return_address(0);
+	return pthread_create(t, NULL, record_tid, NULL);
+}
+
+static __attribute__((noinline)) int thread_outer(pthread_t *t)
+{
+	int ret = thread_inner(t);
+
+	asm volatile("" ::: "memory");
+	return ret;
+}
+
+/* Spend time in the kernel: reading /dev/zero clears user memory there. */
+static void kernel_work(uint64_t ns)
+{
+	static char buf[1 << 20];
+	uint64_t end = su_now_ns() + ns;
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	while (su_now_ns() < end)
+		if (read(fd, buf, sizeof(buf)) < 0)
+			break;
+	close(fd);
+}
+
+TEST(every_record_type)
+{
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	struct plabel_rec_stream *sr;
+	struct plabel_rec_labelset *ls;
+	char exe[PATH_MAX];
+	int samples = 0, main_ok = 0, main_bad = 0, kchain = 0, kbad = 0;
+	int thr = 0, proc = 0, execs = 0, maps = 0, nolabels = 0;
+	pid_t cpid, me = su_gettid();
+	uint64_t id;
+	pthread_t t;
+	ssize_t n;
+	size_t off;
+	int fd, status;
+
+	NEED_ROOT();
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	id = su_set_new(fd, "phase", "records");
+	ASSERT_NE(0U, id);
+	ASSERT_EQ(0, su_labels_set(fd, id));
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_TREE,
+				   PLABEL_CALLCHAIN_FP,
+				   PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
+				   PLABEL_RECORD_KERNEL, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	su_burn_cpu(150000000);
+	kernel_work(150000000);
+	cpid = spawn_outer();
+	ASSERT_LT(0, cpid);
+	ASSERT_EQ(cpid, waitpid(cpid, &status, 0));
+	ASSERT_EQ(0, thread_outer(&t));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+
+	sr = (struct plabel_rec_stream *)st.buf;
+	ASSERT_EQ((uint32_t)PLABEL_REC_STREAM, sr->hdr.type);
+	EXPECT_EQ((uint32_t)PLABEL_REC_VERSION, sr->version);
+	EXPECT_EQ((uint32_t)PLABEL_CALLCHAIN_FP, sr->callchain);
+	EXPECT_EQ((uint32_t)(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
+			     PLABEL_RECORD_KERNEL), sr->record);
+	EXPECT_EQ(1000000000ull / 999, sr->period_ns);
+	EXPECT_LE(1U, sr->ncpus);
+	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
+
+	ls = su_labelset(&st, id);
+	ASSERT_NE(NULL, ls);
+	EXPECT_TRUE(su_labelset_is(ls, "phase", "records"));
+
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *s = (void *)h;
+
+		switch (h->type) {
+		case PLABEL_REC_SAMPLE:
+			samples++;
+			if (s->set_id && !su_labelset(&st, s->set_id))
+				nolabels++;
+			if (s->tid == (uint32_t)me) {
+				if (s->set_id == id &&
+				    s->pid == (uint32_t)getpid())
+					main_ok++;
+				else
+					main_bad++;
+			}
+			if (!(s->flags & PLABEL_SAMPLE_USER) &&
+			    s->nr_kernel > 1) {
+				uint64_t *ips = su_ips(s);
+				int i;
+
+				kchain++;
+				for (i = 0; i < s->nr_kernel; i++)
+					if (ips[i] < 0xffff800000000000ull)
+						kbad++;
+			}
+			break;
+		case PLABEL_REC_THREAD:
+			if (s->child_tid == (uint32_t)thread_child_tid &&
+			    s->child_tid) {
+				thr++;
+				EXPECT_EQ((uint32_t)getpid(), s->pid);
+				EXPECT_EQ((uint32_t)me, s->tid);
+				EXPECT_EQ((uint32_t)getpid(), s->child_pid);
+				EXPECT_EQ(0U, s->flags & PLABEL_THREAD_PROCESS);
+				EXPECT_EQ(id, s->set_id);
+				EXPECT_LE(1, s->nr_user);
+			}
+			if (s->child_pid == (uint32_t)cpid) {
+				proc++;
+				EXPECT_EQ((uint32_t)me, s->tid);
+				EXPECT_EQ((uint32_t)cpid, s->child_tid);
+				EXPECT_NE(0U, s->flags & PLABEL_THREAD_PROCESS);
+				EXPECT_EQ(id, s->set_id);
+				EXPECT_TRUE(chain_has(s, clone_ret))
+					TH_LOG("no return into spawn_outer");
+			}
+			break;
+		case PLABEL_REC_EXEC: {
+			struct plabel_rec_exec *e = (void *)h;
+
+			if (e->pid == (uint32_t)cpid) {
+				execs++;
+				EXPECT_STREQ("true", e->comm);
+			}
+			break;
+		}
+		case PLABEL_REC_MMAP: {
+			struct plabel_rec_mmap *m = (void *)h;
+			uintptr_t fn = (uintptr_t)spawn_outer;
+
+			if (m->pid == (uint32_t)getpid() && m->start <= fn &&
+			    fn < m->end) {
+				maps++;
+				EXPECT_EQ(strlen(exe), m->path_len);
+				EXPECT_EQ(0, memcmp(exe, m + 1, m->path_len));
+			}
+			break;
+		}
+		}
+	}
+	EXPECT_LT(50, samples);
+	EXPECT_EQ(0, nolabels);
+	EXPECT_LT(50, main_ok);
+	EXPECT_EQ(0, main_bad);
+	EXPECT_LT(0, kchain) TH_LOG("no kernel call chains");
+	EXPECT_EQ(0, kbad);
+	EXPECT_EQ(1, thr);
+	EXPECT_EQ(1, proc);
+	EXPECT_EQ(1, execs);
+	EXPECT_LE(1, maps);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- labels on samples ------------------------------------------------- */
+
+struct label_thread {
+	int fd;
+	uint64_t id, id2;
+	pid_t tid, child_tid;
+	uint64_t t_from;	/* samples after this carry id */
+	uint64_t t_before, t_after;	/* slot switch window */
+	uint64_t t_end;		/* and before this */
+	uint64_t t_child_end;
+	int err;
+};
+
+static void *inherit_child(void *arg)
+{
+	struct label_thread *lt = arg;
+
+	lt->child_tid = su_gettid();
+	su_burn_cpu(150000000);
+	lt->t_child_end = su_now_ns();
+	return NULL;
+}
+
+static void *kernel_set_thread(void *arg)
+{
+	struct label_thread *lt = arg;
+	pthread_t t;
+
+	lt->tid = su_gettid();
+	lt->err = su_labels_set(lt->fd, lt->id);
+	lt->t_from = su_now_ns();
+	su_burn_cpu(150000000);
+	lt->t_end = su_now_ns();
+	if (pthread_create(&t, NULL, inherit_child, lt))
+		lt->err = -1;
+	else
+		pthread_join(t, NULL);
+	return NULL;
+}
+
+static __thread volatile uint64_t label_slot;
+
+static void *slot_thread(void *arg)
+{
+	struct label_thread *lt = arg;
+
+	lt->tid = su_gettid();
+	label_slot = lt->id;
+	lt->err = su_slot_set(lt->fd, &label_slot);
+	lt->t_from = su_now_ns();
+	su_burn_cpu(150000000);
+	lt->t_before = su_now_ns();
+	label_slot = lt->id2;
+	lt->t_after = su_now_ns();
+	su_burn_cpu(150000000);
+	lt->t_end = su_now_ns();
+	su_slot_set(lt->fd, NULL);
+	return NULL;
+}
+
+TEST(labels_follow_threads)
+{
+	struct label_thread k = { 0 }, s = { 0 };
+	int kn = 0, kb = 0, cn = 0, cb = 0, s1 = 0, s2 = 0, sb = 0;
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	pthread_t tk, ts;
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	k.fd = s.fd = fd;
+	k.id = su_set_new(fd, "who", "kernel-set");
+	s.id = su_set_new(fd, "who", "slot-1");
+	s.id2 = su_set_new(fd, "who", "slot-2");
+	ASSERT_NE(0U, k.id);
+	ASSERT_NE(0U, s.id);
+	ASSERT_NE(0U, s.id2);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	ASSERT_EQ(0, pthread_create(&tk, NULL, kernel_set_thread, &k));
+	ASSERT_EQ(0, pthread_create(&ts, NULL, slot_thread, &s));
+	pthread_join(tk, NULL);
+	pthread_join(ts, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, k.err);
+	ASSERT_EQ(0, s.err);
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type != PLABEL_REC_SAMPLE)
+			continue;
+		/* exiting threads lose their labels: count up to the end */
+		if (r->tid == (uint32_t)k.tid && r->time_ns > k.t_from &&
+		    r->time_ns < k.t_end) {
+			if (r->set_id == k.id)
+				kn++;
+			else
+				kb++;
+		} else if (r->tid == (uint32_t)k.child_tid &&
+			   r->time_ns < k.t_child_end) {
+			if (r->set_id == k.id)
+				cn++;
+			else
+				cb++;
+		} else if (r->tid == (uint32_t)s.tid &&
+			   r->time_ns > s.t_from && r->time_ns < s.t_end) {
+			if (r->time_ns < s.t_before && r->set_id == s.id)
+				s1++;
+			else if (r->time_ns > s.t_after && r->set_id == s.id2)
+				s2++;
+			else if (r->time_ns < s.t_before ||
+				 r->time_ns > s.t_after)
+				sb++;
+		}
+	}
+	TH_LOG("samples: kernel-set %d, inherited %d, slot %d then %d",
+	       kn, cn, s1, s2);
+	EXPECT_LT(2, kn);
+	EXPECT_EQ(0, kb);
+	EXPECT_LT(2, cn) TH_LOG("inherited labels");
+	EXPECT_EQ(0, cb);
+	EXPECT_LT(2, s1);
+	EXPECT_LT(2, s2);
+	EXPECT_EQ(0, sb);
+	EXPECT_TRUE(su_labelset_is(su_labelset(&st, k.id), "who",
+				   "kernel-set"));
+	EXPECT_TRUE(su_labelset_is(su_labelset(&st, s.id), "who", "slot-1"));
+	EXPECT_TRUE(su_labelset_is(su_labelset(&st, s.id2), "who", "slot-2"));
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- accuracy ---------------------------------------------------------- */
+
+/*
+ * On each CPU (two, or one when that is all there is) three threads labeled
+ * "three" and one labeled "one" burn CPU for the same wall time, pinned, so
+ * the scheduler gives "three" about 3/4 of the CPU. The label split of the
+ * samples must match the split of the threads' own CPU time (the kernel's
+ * accounting, read with CLOCK_THREAD_CPUTIME_ID) within 5 percentage
+ * points. Every thread is scheduled alike, so timer interrupts that arrive
+ * late or not at all (emulated CPUs on a busy host) skew neither label.
+ */
+#define NBURNERS 8
+
+struct burner {
+	int fd;
+	uint64_t id;
+	uint64_t until;
+	int cpu;
+	uint64_t cpu_ns;	/* out: CPU time spent labeled */
+	int err;
+};
+
+static void *burn_thread(void *arg)
+{
+	struct burner *b = arg;
+	cpu_set_t set;
+	uint64_t t0;
+
+	CPU_ZERO(&set);
+	CPU_SET(b->cpu, &set);
+	b->err = sched_setaffinity(0, sizeof(set), &set);
+	b->err |= su_labels_set(b->fd, b->id);
+	t0 = su_thread_cpu_ns();
+	su_burn_until(b->until);
+	b->cpu_ns = su_thread_cpu_ns() - t0;
+	b->err |= su_labels_set(b->fd, 0);
+	return NULL;
+}
+
+TEST(accuracy_three_to_one)
+{
+	struct burner b[NBURNERS];
+	pthread_t t[NBURNERS];
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	long long calls0, ns0, calls1, ns1;
+	uint64_t hi, lo, nhi = 0, nlo = 0, cpu_hi = 0, cpu_lo = 0, until;
+	double want, got;
+	size_t off;
+	int fd, i, ncpu;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	hi = su_set_new(fd, "share", "three");
+	lo = su_set_new(fd, "share", "one");
+	ASSERT_NE(0U, hi);
+	ASSERT_NE(0U, lo);
+	calls0 = su_read_num(SU_DEBUGFS "handler_calls");
+	ns0 = su_read_num(SU_DEBUGFS "handler_ns_total");
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	until = su_now_ns() + 1200000000ull;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	for (i = 0; i < NBURNERS; i++) {
+		b[i] = (struct burner){ .fd = fd, .until = until,
+					.cpu = i % ncpu,
+					.id = i < 2 ? lo : hi };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, burn_thread, &b[i]));
+	}
+	for (i = 0; i < NBURNERS; i++) {
+		pthread_join(t[i], NULL);
+		ASSERT_EQ(0, b[i].err);
+		if (b[i].id == hi)
+			cpu_hi += b[i].cpu_ns;
+		else
+			cpu_lo += b[i].cpu_ns;
+	}
+	ASSERT_EQ(0, su_stop(fd));
+	calls1 = su_read_num(SU_DEBUGFS "handler_calls");
+	ns1 = su_read_num(SU_DEBUGFS "handler_ns_total");
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type != PLABEL_REC_SAMPLE)
+			continue;
+		nhi += r->set_id == hi;
+		nlo += r->set_id == lo;
+	}
+	ASSERT_LT(200U, nhi + nlo);
+	want = 100.0 * cpu_hi / (cpu_hi + cpu_lo);
+	got = 100.0 * nhi / (nhi + nlo);
+	TH_LOG("cpu time %.1f%% / %.1f%% (%.3f s / %.3f s), samples %.1f%% / %.1f%% (%llu / %llu)",
+	       want, 100 - want, cpu_hi / 1e9, cpu_lo / 1e9, got, 100 - got,
+	       (unsigned long long)nhi, (unsigned long long)nlo);
+	if (calls0 >= 0 && calls1 > calls0)
+		TH_LOG("handler: %lld calls, %lld ns per call", calls1 - calls0,
+		       (ns1 - ns0) / (calls1 - calls0));
+	EXPECT_GT(5.0, got > want ? got - want : want - got);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- call chains ------------------------------------------------------- */
+
+static uint64_t burn_ret;	/* return address into burn_outer */
+static uint64_t *canary_addr;
+static uint64_t canary_t0, canary_t1;	/* when the canary was in place */
+
+static __attribute__((noinline)) void burn_inner(uint64_t ns)
+{
+	volatile uint64_t canary[4] = { CANARY, CANARY, CANARY, CANARY };
+	uint64_t end = su_thread_cpu_ns() + ns;
+	volatile uint64_t x = 0;
+	int i;
+
+	burn_ret = (uintptr_t)__builtin_return_address(0);
+	canary_addr = (uint64_t *)&canary[0];
+	canary_t0 = su_now_ns();
+	while (su_thread_cpu_ns() < end)
+		for (i = 0; i < 500000; i++)
+			x += i + canary[i & 3];
+	canary_t1 = su_now_ns();
+}
+
+static __attribute__((noinline)) void burn_outer(uint64_t ns)
+{
+	burn_inner(ns);
+	asm volatile("" ::: "memory");
+}
+
+TEST(fp_chain_has_callers)
+{
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	int user = 0, found = 0;
+	pid_t me = su_gettid();
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	burn_outer(250000000);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type != PLABEL_REC_SAMPLE || r->tid != (uint32_t)me ||
+		    !(r->flags & PLABEL_SAMPLE_USER))
+			continue;
+		user++;
+		EXPECT_EQ(0U, r->flags & PLABEL_SAMPLE_REGS);
+		EXPECT_EQ(0U, r->nr_kernel);
+		found += chain_has(r, burn_ret);
+	}
+	ASSERT_LT(20, user);
+	EXPECT_LE(user * 8 / 10, found) TH_LOG("%d of %d", found, user);
+	su_stream_free(&st);
+	close(fd);
+}
+
+TEST(dwarf_regs_and_stack)
+{
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	int withregs = 0, covered = 0, canary = 0, ripok = 0, thr = 0;
+	pid_t me = su_gettid();
+	pthread_t t;
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_DWARF, 0, 999, 4096));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	burn_outer(250000000);
+	ASSERT_EQ(0, thread_outer(&t));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_EQ((uint32_t)PLABEL_CALLCHAIN_DWARF,
+		  ((struct plabel_rec_stream *)st.buf)->callchain);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+		uint64_t *regs, rsp, ca = (uintptr_t)canary_addr;
+		unsigned char *stack;
+		uint64_t v;
+
+		if ((h->type != PLABEL_REC_SAMPLE &&
+		     h->type != PLABEL_REC_THREAD) || r->tid != (uint32_t)me)
+			continue;
+		if (!(r->flags & PLABEL_SAMPLE_REGS))
+			continue;
+		regs = su_ips(r) + r->nr_kernel + r->nr_user;
+		stack = (unsigned char *)(regs + PLABEL_REGS_NR);
+		rsp = regs[PLABEL_REG_RSP];
+		EXPECT_GE(4096U, r->stack_size);
+		EXPECT_EQ(1, r->nr_user);
+		if (h->type == PLABEL_REC_THREAD) {
+			uint32_t i;
+
+			if (r->child_tid != (uint32_t)thread_child_tid)
+				continue;
+			/* the creator's return address is on its stack */
+			thr++;
+			ripok += su_ips(r)[r->nr_kernel] ==
+				 regs[PLABEL_REG_RIP];
+			for (i = 0; i + 8 <= r->stack_size; i += 8) {
+				memcpy(&v, stack + i, 8);
+				if (v == pthread_ret)
+					break;
+			}
+			EXPECT_GT(r->stack_size, i) TH_LOG("no return address");
+			continue;
+		}
+		if (r->time_ns < canary_t0 || r->time_ns > canary_t1)
+			continue;
+		withregs++;
+		ripok += su_ips(r)[r->nr_kernel] == regs[PLABEL_REG_RIP];
+		if (ca >= rsp && ca + 32 <= rsp + r->stack_size) {
+			covered++;
+			memcpy(&v, stack + (ca - rsp), 8);
+			canary += v == CANARY;
+		}
+	}
+	ASSERT_LT(20, withregs);
+	EXPECT_EQ(withregs + thr, ripok);
+	EXPECT_LE(withregs * 9 / 10, covered);
+	EXPECT_EQ(covered, canary);
+	EXPECT_EQ(1, thr);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- many short-lived threads and processes ---------------------------- */
+
+#define NTHREADS 200
+#define NPROCS 20
+
+static void *short_thread(void *arg)
+{
+	*(pid_t *)arg = su_gettid();
+	return NULL;
+}
+
+TEST(many_short_lived)
+{
+	static pid_t tids[NTHREADS], pids[NPROCS], grandkids[NPROCS];
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	int tfound = 0, pfound = 0, gfound = 0, i, fd;
+	size_t off;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_TREE,
+				   PLABEL_CALLCHAIN_FP,
+				   PLABEL_RECORD_THREADS, 0, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_t t;
+
+		ASSERT_EQ(0, pthread_create(&t, NULL, short_thread, &tids[i]));
+		pthread_join(t, NULL);
+	}
+	for (i = 0; i < NPROCS; i++) {
+		int p[2], status;
+
+		ASSERT_EQ(0, pipe(p));
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i]) {
+			/* a grandchild: followed because its parent is */
+			pid_t g = fork();
+
+			if (!g)
+				_exit(0);
+			if (write(p[1], &g, sizeof(g)) != sizeof(g))
+				_exit(1);
+			waitpid(g, NULL, 0);
+			_exit(0);
+		}
+		close(p[1]);
+		ASSERT_EQ((ssize_t)sizeof(pid_t),
+			  read(p[0], &grandkids[i], sizeof(pid_t)));
+		close(p[0]);
+		waitpid(pids[i], &status, 0);
+	}
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
+	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_SAMPLE));
+	for (i = 0; i < NTHREADS; i++) {
+		FOR_EACH_REC(&st, h, off) {
+			struct plabel_rec_sample *r = (void *)h;
+
+			if (h->type == PLABEL_REC_THREAD &&
+			    r->child_tid == (uint32_t)tids[i] &&
+			    !(r->flags & PLABEL_THREAD_PROCESS)) {
+				tfound++;
+				break;
+			}
+		}
+	}
+	for (i = 0; i < NPROCS; i++) {
+		FOR_EACH_REC(&st, h, off) {
+			struct plabel_rec_sample *r = (void *)h;
+
+			if (h->type != PLABEL_REC_THREAD ||
+			    !(r->flags & PLABEL_THREAD_PROCESS))
+				continue;
+			if (r->child_pid == (uint32_t)pids[i])
+				pfound++;
+			if (r->child_pid == (uint32_t)grandkids[i] &&
+			    r->pid == (uint32_t)pids[i])
+				gfound++;
+		}
+	}
+	EXPECT_EQ(NTHREADS, tfound);
+	EXPECT_EQ(NPROCS, pfound);
+	EXPECT_EQ(NPROCS, gfound);
+	su_stream_free(&st);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
