@@ -424,6 +424,57 @@ TEST(threads_concurrent)
 	plabel_labels_free(shared);
 }
 
+static volatile int churn_stop;
+
+/* Interns new sets all the time: the fork handlers' lock is contended. */
+static void *churn_main(void *arg)
+{
+	char val[32];
+	long i = 0;
+
+	while (!churn_stop) {
+		snprintf(val, sizeof(val), "%ld-%ld", (long)arg, i++ % 50);
+		plabel_set((struct plabel_kv[]){ { "churn", val } }, 1);
+	}
+	return NULL;
+}
+
+TEST(fork_while_interning)
+{
+	pthread_t th[2];
+	int i, status, bad = 0;
+	pid_t pid;
+
+	NEED_MODULE();
+	ASSERT_EQ(0, plabel_set((struct plabel_kv[]){ { "main", "1" } }, 1));
+	churn_stop = 0;
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, churn_main,
+					    (void *)(long)i));
+	for (i = 0; i < 10; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			if (strcmp("main=1", KERNEL()) ||
+			    strcmp("main=1", LIB()))
+				_exit(1);
+			if (plabel_set((struct plabel_kv[]){ { "child", "1" } },
+				       1) || strcmp("child=1", KERNEL()))
+				_exit(2);
+			_exit(0);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			bad++;
+	}
+	churn_stop = 1;
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	EXPECT_EQ(0, bad);
+	EXPECT_STREQ("main=1", KERNEL());
+	EXPECT_EQ(0, plabel_clear());
+}
+
 /* Random set/do/switch/clear; the kernel must agree after every step. */
 static const char *rk_keys[] = { "a", "bb", "c", "endpoint" };
 static const char *rk_vals[] = { "", "0", "/api/users", "x" };
