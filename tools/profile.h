@@ -37,7 +37,11 @@ struct plabel_prof_line {
 	int64_t line;		/* 0: unknown */
 };
 
-/* A string label, written as Label{key, str}. */
+/*
+ * A string label, written as Label{key, str}. pprof cannot store an empty
+ * value (string index 0 means "no string"): such a label is written but
+ * every reader, this one included, drops it.
+ */
 struct plabel_prof_label {
 	const char *key;
 	const char *value;
