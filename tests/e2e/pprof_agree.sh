@@ -8,6 +8,8 @@
 # pointers and with -g dwarf stacks through libc, and for a whole-system
 # recording full of unsymbolized frames.
 
+# dash ignores arguments to ".": pass the name as $1 too
+set -- pprof_agree
 . tests/e2e/lib/common.sh pprof_agree
 e2e_need_module
 export TZ=UTC
