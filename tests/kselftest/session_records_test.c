@@ -553,6 +553,8 @@ TEST(fp_chain_has_callers)
 	int user = 0, found = 0;
 	pid_t me = su_gettid();
 	size_t off;
+	struct su_cost c0, c1;
+	char cbuf[160];
 	int fd;
 
 	NEED_ROOT();
@@ -560,9 +562,12 @@ TEST(fp_chain_has_callers)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
 				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	su_cost_snap(&c0);
 	ASSERT_EQ(0, su_reader_start(&rd, fd));
 	burn_outer(250000000);
 	ASSERT_EQ(0, su_stop(fd));
+	su_cost_snap(&c1);
+	TH_LOG("%s", su_cost_str(&c0, &c1, cbuf, sizeof(cbuf)));
 	ASSERT_EQ(0, su_reader_join(&rd));
 	st = rd.st;
 	su_check(&st);
@@ -593,6 +598,8 @@ TEST(dwarf_regs_and_stack)
 	pid_t me = su_gettid();
 	pthread_t t;
 	size_t off;
+	struct su_cost c0, c1;
+	char cbuf[160];
 	int fd;
 
 	NEED_ROOT();
@@ -600,11 +607,14 @@ TEST(dwarf_regs_and_stack)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
 				   PLABEL_CALLCHAIN_DWARF, 0, 999, 4096));
+	su_cost_snap(&c0);
 	ASSERT_EQ(0, su_reader_start(&rd, fd));
 	burn_outer(250000000);
 	ASSERT_EQ(0, thread_outer(&t));
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, su_stop(fd));
+	su_cost_snap(&c1);
+	TH_LOG("%s", su_cost_str(&c0, &c1, cbuf, sizeof(cbuf)));
 	ASSERT_EQ(0, su_reader_join(&rd));
 	st = rd.st;
 	su_check(&st);

@@ -5,6 +5,7 @@
  * when the reader does not keep up (or never reads).
  */
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -316,6 +317,57 @@ TEST(close_tears_down)
 	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_NONE, 99));
+	close(fd);
+}
+
+/*
+ * CPU hotplug during a session: a CPU going offline loses its counter, one
+ * coming back gets a new one and its samples flow again.
+ */
+TEST(cpu_hotplug)
+{
+	const char *online = "/sys/devices/system/cpu/cpu1/online";
+	struct su_stream st = { 0 };
+	struct plabel_rec_header *h;
+	uint64_t t_off, t_on;
+	int off_samples = 0, on_samples = 0;
+	cpu_set_t set;
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	if (su_read_num(online) != 1 || su_write_num(online, 1))
+		SKIP(return, "cpu1 cannot be taken offline here");
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
+	ASSERT_EQ(0, su_write_num(online, 0));
+	t_off = su_now_ns();
+	su_burn_cpu(100000000);
+	ASSERT_EQ(0, su_write_num(online, 1));
+	t_on = su_now_ns();
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	su_burn_cpu(100000000);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_drain(fd, &st));
+	su_check(&st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	off = 0;
+	while ((h = su_next(&st, &off))) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type != PLABEL_REC_SAMPLE || r->cpu != 1)
+			continue;
+		if (r->time_ns > t_off && r->time_ns < t_on)
+			off_samples++;
+		if (r->time_ns > t_on)
+			on_samples++;
+	}
+	EXPECT_EQ(0, off_samples);
+	EXPECT_LT(0, on_samples);
+	su_stream_free(&st);
 	close(fd);
 }
 

@@ -131,6 +131,36 @@ static inline int su_write_num(const char *path, long long v)
 	return ret;
 }
 
+/* The handler's cost between two snapshots of the debugfs counters. */
+struct su_cost {
+	long long calls, ns, samples;
+	uint64_t t;
+};
+
+static inline void su_cost_snap(struct su_cost *c)
+{
+	c->calls = su_read_num(SU_DEBUGFS "handler_calls");
+	c->ns = su_read_num(SU_DEBUGFS "handler_ns_total");
+	c->samples = su_read_num(SU_DEBUGFS "samples");
+	c->t = su_now_ns();
+}
+
+/* "N calls, N ns/call, N samples, N% of one CPU", or "" */
+static inline const char *su_cost_str(const struct su_cost *a,
+				      const struct su_cost *b, char *buf,
+				      size_t len)
+{
+	long long calls = b->calls - a->calls, ns = b->ns - a->ns;
+
+	if (a->calls < 0 || b->calls < 0 || calls <= 0)
+		return "";
+	snprintf(buf, len,
+		 "handler: %lld calls, %lld ns/call, %lld samples, %.2f%% of one CPU",
+		 calls, ns / calls, b->samples - a->samples,
+		 100.0 * ns / (double)(b->t - a->t));
+	return buf;
+}
+
 /* The whole stream of a session, read until EOF. */
 struct su_stream {
 	char *buf;
