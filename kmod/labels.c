@@ -30,6 +30,7 @@
 #include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -58,6 +59,8 @@ static DEFINE_XARRAY_ALLOC1(plabel_ids);
 static u32 plabel_id_next = 1;
 static u32 plabel_id_gen = 1;
 static atomic_long_t plabel_nr_sets = ATOMIC_LONG_INIT(0);
+/* Random, so users cannot pick labels that collide in the dedup table. */
+static u32 plabel_hash_seed __read_mostly;
 
 static LLIST_HEAD(plabel_dead_sets);
 static void plabel_reap_fn(struct work_struct *work);
@@ -195,7 +198,8 @@ static int plabel_label_cmp(const void *a, const void *b)
 
 static u32 plabel_set_hash_of(const struct plabel_set *set)
 {
-	u32 h = jhash_2words(__kuid_val(set->owner), set->count, 0);
+	u32 h = jhash_2words(__kuid_val(set->owner), set->count,
+			     plabel_hash_seed);
 	u32 i;
 
 	for (i = 0; i < set->count; i++) {
@@ -461,6 +465,7 @@ DEFINE_SHOW_ATTRIBUTE(plabel_users);
 
 int plabel_labels_init(void)
 {
+	plabel_hash_seed = get_random_u32();
 	if (plabel_debugfs_dir)
 		debugfs_create_file("users", 0444, plabel_debugfs_dir, NULL,
 				    &plabel_users_fops);

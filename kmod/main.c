@@ -49,9 +49,9 @@ static unsigned int plabel_ring_min = 16;
 static unsigned int plabel_ring_max = 65536;
 
 /* stack_size: like proc_douintvec_minmax, and a multiple of 8. */
-static int plabel_stack_size_handler(PLABEL_CTL_TABLE_CONST struct ctl_table *table,
-				     int write, void *buffer, size_t *lenp,
-				     loff_t *ppos)
+static int
+plabel_stack_size_handler(PLABEL_CTL_TABLE_CONST struct ctl_table *table,
+			  int write, void *buffer, size_t *lenp, loff_t *ppos)
 {
 	struct ctl_table tmp = *table;
 	unsigned int val = READ_ONCE(plabel_stack_size);

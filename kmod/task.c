@@ -315,7 +315,7 @@ static void plabel_probe_exec(void *data, struct task_struct *p,
 {
 	struct plabel_task *e = plabel_task_find_current();
 
-	/* The slot was in the old address space; the kernel-stored set stays. */
+	/* The slot was in the old address space; the stored set stays. */
 	if (e) {
 		WRITE_ONCE(e->slot, 0);
 		plabel_task_maybe_drop(e);
