@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tests/check.sh: the recipe of `make check` (after `make all kmods`).
+#
+#   1. every host test program ($HOST_TESTS), logs in build/check/host/
+#   2. for each kernel in $KERNELS (default "6.1 6.12"), unless HOST_ONLY=1:
+#      scripts/plabel-vm runs tests/vm/run-tests.sh in a fresh VM, logs in
+#      build/check/vm-<kernel>/; the VM run itself (clean kernel log,
+#      rmmod, exit status) is one more test, build/check/vm-<kernel>.log
+#   3. tests/summarize over all of them: the last line is
+#      "N passed, N failed, N skipped"; exit status 1 on any failure.
+#
+# PLABEL_TEST_TIMEOUT (seconds per test program, default 300) and
+# PLABEL_VM_TIMEOUT (seconds per VM, default 1500) bound the run.
+
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+B=${B:-build}
+C=$B/check
+KERNELS=${KERNELS:-6.1 6.12}
+HOST_ONLY=${HOST_ONLY:-}
+limit=${PLABEL_TEST_TIMEOUT:-300}
+vm_limit=${PLABEL_VM_TIMEOUT:-1500}
+# Run alone (not from make): every test program built so far.
+programs() {
+	for f in "$@"; do
+		[ -f "$f" ] && [ -x "$f" ] && echo "$f"
+	done
+}
+[ -n "${HOST_TESTS+x}" ] || HOST_TESTS=$(programs "$B"/tests/unit/*)
+[ -n "${VM_TESTS+x}" ] || VM_TESTS=$(programs "$B"/tests/kselftest/*)
+E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
+
+export PLABEL_TEST_TIMEOUT=$limit
+rm -rf "$C"
+mkdir -p "$C/host"
+logs=()
+start=$SECONDS
+
+# totals LOG: "pass:N fail:N skip:N" from its Totals lines
+totals() {
+	awk '/^# Totals: / {
+		for (i = 3; i <= NF; i++) { split($i, kv, ":"); n[kv[1]] += kv[2] }
+		seen = 1
+	}
+	END {
+		if (!seen) { print "no Totals line"; exit }
+		printf "pass:%d fail:%d skip:%d", n["pass"] + n["xfail"],
+			n["fail"] + n["error"] + n["xpass"], n["skip"]
+	}' "$1"
+}
+
+# --- host tests -------------------------------------------------------------
+
+n=$(echo $HOST_TESTS | wc -w)
+echo "check: host tests ($n programs)"
+for t in $HOST_TESTS; do
+	name=$(basename "$t")
+	log=$C/host/$name.log
+	timeout -k 10 "$limit" "$t" </dev/null >"$log" 2>&1
+	rc=$?
+	case $rc in
+	0|4) ;;
+	124|137) printf '# %s: timed out after %ss\n# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0\n' \
+			"$name" "$limit" >>"$log" ;;
+	*) printf '# %s: exit status %s\n# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0\n' \
+			"$name" "$rc" >>"$log" ;;
+	esac
+	printf '  %-36s %s\n' "$name" "$(totals "$log")"
+	logs+=("$log")
+done
+echo "check: host tests done in $((SECONDS - start)) s"
+
+# --- VM tests, one fresh VM per kernel ----------------------------------------
+
+if [ -z "$HOST_ONLY" ]; then
+	for k in $KERNELS; do
+		t0=$SECONDS
+		out=$C/vm-$k
+		vlog=$C/vm-$k.log
+		mkdir -p "$out"
+		echo "check: VM tests on kernel $k ($(echo $VM_TESTS $E2E_TESTS | wc -w) programs)"
+		# shellcheck disable=SC2086
+		PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
+			--timeout "$vm_limit" -- tests/vm/run-tests.sh \
+			$VM_TESTS $E2E_TESTS 2>"$C/vm-$k.stderr" | sed 's/^/  /'
+		rc=${PIPESTATUS[0]}
+		# The runner's verdict on the VM itself is one test: a kernel
+		# WARN or a failed rmmod fails it even when every test passed.
+		{
+			echo "TAP version 13"
+			echo "1..1"
+			sed 's/^/# /' "$C/vm-$k.stderr"
+			case $rc in
+			0|1)
+				# 1: run-tests.sh counted failed tests (they
+				# are in their own logs); the VM was sound.
+				echo "ok 1 vm-$k"
+				echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0" ;;
+			*)
+				echo "not ok 1 vm-$k # plabel-vm exit status $rc"
+				echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0" ;;
+			esac
+		} >"$vlog"
+		grep -a '^plabel-vm: ' "$C/vm-$k.stderr" | sed 's/^/  /'
+		logs+=("$vlog")
+		# Every test the VM should have run has a log; one that has
+		# none did not run (the VM died first) and counts as failed.
+		for t in $VM_TESTS $E2E_TESTS; do
+			log=$out/$(basename "$t" .sh).log
+			[ -f "$log" ] || echo "# not run: the VM stopped before it" >"$log"
+			logs+=("$log")
+		done
+		echo "check: kernel $k done in $((SECONDS - t0)) s"
+	done
+fi
+
+echo "check: all done in $((SECONDS - start)) s; logs in $C/"
+if [ ${#logs[@]} -eq 0 ]; then
+	echo "check: no tests found"
+	exit 1
+fi
+tests/summarize "${logs[@]}"
