@@ -216,6 +216,25 @@ static long plabel_counter_wait(const char *name, long want)
 	return v;
 }
 
+/* Sets debugfs "users" charges to uid: 0 when it has no line, -1 absent. */
+static int plabel_user_sets(uid_t uid)
+{
+	unsigned int u, sets;
+	unsigned long long bytes;
+	char line[128];
+	int found = 0;
+	FILE *f = fopen(PLABEL_DEBUGFS "users", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %u %llu", &u, &sets, &bytes) == 3 &&
+		    u == uid && bytes > 0)
+			found = sets;
+	fclose(f);
+	return found;
+}
+
 static long plabel_sysctl_get(const char *name)
 {
 	char path[256], line[64];
@@ -646,6 +665,7 @@ TEST(quota_per_user)
 		char c;
 
 		ASSERT_EQ(1, read(ready[0], &c, 1));
+		EXPECT_EQ(5, plabel_user_sets(PLABEL_UID_A));
 		EXPECT_EQ(0, plabel_as_user(PLABEL_UID_B, plabel_quota_other,
 					    NULL));
 		EXPECT_EQ(0, plabel_in_child(plabel_quota_other, NULL));
@@ -654,6 +674,10 @@ TEST(quota_per_user)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The user's accounting goes with its last set. */
+	for (int i = 0; i < 100 && plabel_user_sets(PLABEL_UID_A); i++)
+		usleep(50000);
+	EXPECT_EQ(0, plabel_user_sets(PLABEL_UID_A));
 	EXPECT_EQ(0, plabel_sysctl_set("max_sets_per_user", max_sets));
 
 	/* Bytes: 4096 bytes hold a few sets with 200-byte values, not 20. */
