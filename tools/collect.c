@@ -22,8 +22,7 @@ struct plabel_lset {
 
 struct plabel_proc {
 	uint32_t pid;
-	int has_mmap;		/* MMAP records arrived */
-	int tried_proc;		/* /proc/PID/maps was read (or failed) */
+	uint32_t tried_gen;	/* 1 + generation /proc/PID/maps was read for */
 	struct plabel_map *maps;
 	size_t nmaps, cap;
 	uint32_t *map_gen;	/* generation of maps[i] */
@@ -233,6 +232,16 @@ static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
 	return g;
 }
 
+static int plabel_proc_has_gen(const struct plabel_proc *p, uint32_t g)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++)
+		if (p->map_gen[i] == g)
+			return 1;
+	return 0;
+}
+
 static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 			       uint64_t start, uint64_t end, uint64_t off,
 			       uint64_t t, const char *path, size_t path_len,
@@ -307,7 +316,7 @@ static int plabel_proc_read_maps(struct plabel_collect *c,
 	size_t n, i;
 	int ret = 0;
 
-	p->tried_proc = 1;
+	p->tried_gen = plabel_proc_gen(p, t) + 1;
 	if (!(c->flags & PLABEL_COLLECT_PROC_MAPS))
 		return 0;
 	if (plabel_maps_read_proc(c->syms, p->pid, &m, &n))
@@ -354,7 +363,12 @@ static int plabel_add_sample(struct plabel_collect *c,
 	p = plabel_proc_get(c, h->pid);
 	if (!p)
 		return -ENOMEM;
-	if (!p->has_mmap && !p->tried_proc &&
+	/*
+	 * No mappings known for the image this sample ran in (yet): read
+	 * them while the process is there, once per exec generation.
+	 */
+	if (!plabel_proc_has_gen(p, plabel_proc_gen(p, h->time_ns)) &&
+	    p->tried_gen != plabel_proc_gen(p, h->time_ns) + 1 &&
 	    plabel_proc_read_maps(c, p, h->time_ns))
 		return -ENOMEM;
 
@@ -423,7 +437,6 @@ int plabel_collect_record(struct plabel_collect *c,
 		p = plabel_proc_get(c, r->u.mmap.hdr.pid);
 		if (!p)
 			return -ENOMEM;
-		p->has_mmap = 1;
 		return plabel_proc_add_map(c, p, r->u.mmap.hdr.start,
 					   r->u.mmap.hdr.end,
 					   r->u.mmap.hdr.offset,

@@ -213,6 +213,31 @@ static void plabel_child(int rfd, char **argv)
 	_exit(127);
 }
 
+/* A process that exited but was not reaped yet (a zombie) is gone too. */
+static int plabel_pid_alive(pid_t pid)
+{
+	char fn[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 0;
+	snprintf(fn, sizeof(fn), "/proc/%d/stat", (int)pid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	/* "pid (comm) S ...": the state follows the last ')' */
+	p = strrchr(buf, ')');
+	if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return 0;
+	return 1;
+}
+
 static int plabel_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
@@ -422,8 +447,7 @@ int plabel_cmd_record(int argc, char **argv)
 		} else if (npids) {
 			/* -p: done when all are gone */
 			for (i = 0, alive = 0; i < npids; i++)
-				if (!kill(pids[i], 0) || errno != ESRCH)
-					alive++;
+				alive += plabel_pid_alive(pids[i]);
 			if (!alive)
 				break;
 		}
@@ -481,6 +505,10 @@ int plabel_cmd_record(int argc, char **argv)
 	if (cmd && WIFEXITED(cmd_status) && WEXITSTATUS(cmd_status))
 		fprintf(stderr, "plabel record: %s exited with status %d\n",
 			cmd[0], WEXITSTATUS(cmd_status));
+	else if (cmd && WIFSIGNALED(cmd_status))
+		fprintf(stderr, "plabel record: %s was killed by signal %d (%s)\n",
+			cmd[0], WTERMSIG(cmd_status),
+			strsignal(WTERMSIG(cmd_status)));
 	status = plabel_write_profiles(st.col, dir,
 				       (int64_t)wall.tv_sec * 1000000000LL +
 				       wall.tv_nsec,

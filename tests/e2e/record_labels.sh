@@ -49,7 +49,7 @@ t_ok "two threads created under phase=spawn" \
 # Thread creation goes through libc's pthread_create and clone3, which have
 # no frame pointers: -g dwarf gets the creating function.
 D=$E2E_OUT/workers-dwarf
-t_ok "record -g dwarf exits 0" e2e_record "$D" -F 250 -g dwarf -- "$E2E_BIN/workers" 100
+t_ok "record -g dwarf exits 0" e2e_record "$D" -F 250 -g dwarf -- "$E2E_BIN/workers" 200
 e2e_pprof -traces "$D/threadcreate.pb.gz" | sed 's/^/# /'
 t_ok "thread creation by spawn_workers under phase=spawn" \
 	e2e_trace "$D/threadcreate.pb.gz" "phase: +spawn" \

@@ -466,6 +466,76 @@ TEST(aggregate_profiles)
 	plabel_syms_free(syms);
 }
 
+/* Mappings belong to an exec generation: an EXEC ends the earlier ones. */
+TEST(aggregate_exec_generations)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_prof_mapping_info mi;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_mmap *mm;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t fn = (uintptr_t)plabel_test_target, ips[1] = { fn + 1 };
+	size_t n, i, j;
+	int before = 0, after = 0;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	b.len = 0;
+	sb_mmap(&b, 5, m->start, m->end, m->offset, m->path);
+	mm = (void *)b.data;
+	mm->time_ns = 100;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 5, ips, 0, 1);
+	smp->time_ns = 150;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 5, ips, 0, 1);
+	smp->time_ns = 400;
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = 5;
+	ex->time_ns = 200;
+	mm = (void *)(b.data + b.len);
+	sb_mmap(&b, 5, m->start, m->end, m->offset, "/nonexistent/after");
+	mm->time_ns = 300;
+	plabel_maps_free(maps, n);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(2, plabel_prof_num_samples(cpu));
+	for (i = 0; i < 2; i++) {
+		plabel_prof_get_sample(cpu, i, &si);
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[0], &li));
+		for (j = 0; j < plabel_prof_num_mappings(cpu); j++) {
+			plabel_prof_get_mapping(cpu, j, &mi);
+			if (mi.id != li.mapping_id)
+				continue;
+			if (!strcmp(mi.file, "/nonexistent/after")) {
+				after++;
+				EXPECT_EQ(0, li.nlines);
+			} else {
+				before++;
+				ASSERT_LE(1, li.nlines);
+				EXPECT_STREQ("plabel_test_target",
+					     li.lines[li.nlines - 1].function);
+			}
+		}
+	}
+	EXPECT_EQ(1, before);
+	EXPECT_EQ(1, after);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 TEST(aggregate_unresolved_set_is_visible)
 {
 	static struct sbuf b;
