@@ -723,7 +723,8 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 		if (!plabel_sample_eq(o, &s))
 			continue;
 		for (v = 0; v < p->nstypes; v++)
-			o->values[v] += s.values[v];
+			o->values[v] = (int64_t)((uint64_t)o->values[v] +
+						 (uint64_t)s.values[v]);
 		plabel_sample_release(&s);
 		return 0;
 	}

@@ -195,9 +195,18 @@ static void plabel_percentage(char *buf, size_t size, int64_t value,
 		snprintf(buf, size, "%5.2g%%", ratio);
 }
 
+/*
+ * Go's int64 arithmetic wraps on overflow; so does this (in unsigned
+ * arithmetic, where C defines it), whatever values a file holds.
+ */
 static int64_t plabel_abs64(int64_t v)
 {
-	return v < 0 ? -v : v;
+	return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+}
+
+static int64_t plabel_add64(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
 /* ---- the report's view of the profile ---- */
@@ -767,7 +776,7 @@ static int plabel_edge_add(struct plabel_report *r, size_t src, size_t dst,
 		if (e->seen == r->gen)
 			return 0;
 		e->seen = r->gen;
-		e->weight += w;
+		e->weight = plabel_add64(e->weight, w);
 		if (!inl)
 			e->inline_ = false;
 		return 0;
@@ -821,7 +830,8 @@ static int plabel_graph_build(struct plabel_report *r)
 				}
 				if (r->node_seen[n] != r->gen) {
 					r->node_seen[n] = r->gen;
-					r->nodes[n].cum += s->value;
+					r->nodes[n].cum = plabel_add64(r->nodes[n].cum,
+								   s->value);
 				}
 				if (parent != SIZE_MAX && n != parent &&
 				    plabel_edge_add(r, parent, n, s->value,
@@ -832,7 +842,8 @@ static int plabel_graph_build(struct plabel_report *r)
 			}
 		}
 		if (parent != SIZE_MAX && !residual)
-			r->nodes[parent].flat += s->value;
+			r->nodes[parent].flat =
+				plabel_add64(r->nodes[parent].flat, s->value);
 	}
 
 	return 0;
@@ -1005,7 +1016,8 @@ static int plabel_report_setup(struct plabel_report *r,
 		 * before tag filters, so percentages stay shares of the
 		 * whole profile (pprof's default, relative_percentages off).
 		 */
-		r->total += plabel_abs64(si->values[r->si]);
+		r->total = plabel_add64(r->total,
+					 plabel_abs64(si->values[r->si]));
 		for (j = 0; j < si->nnumlabels; j++)
 			if (plabel_note_unit(r, &si->numlabels[j]))
 				goto out;
@@ -1117,8 +1129,9 @@ static void plabel_select_unit(struct plabel_report *r, const size_t *g,
 	plabel_scale(min, r->sunit, "minimum", &minu);
 	plabel_scale(max, r->sunit, "minimum", &maxu);
 	unit = minu;
-	if (strcmp(minu, maxu) && min * 100 < max)
-		plabel_scale(100 * min, r->sunit, "minimum", &unit);
+	if (strcmp(minu, maxu) && (int64_t)((uint64_t)min * 100) < max)
+		plabel_scale((int64_t)((uint64_t)min * 100), r->sunit,
+			     "minimum", &unit);
 	snprintf(r->out_unit, sizeof(r->out_unit), "%s",
 		 *unit ? unit : r->sunit);
 }
@@ -1223,7 +1236,7 @@ static int plabel_report_top(struct plabel_report *r,
 		goto out;
 	ng = plabel_graph_nodes(r, g);
 	for (i = 0; i < ng; i++)
-		total_value += r->nodes[g[i]].flat;
+		total_value = plabel_add64(total_value, r->nodes[g[i]].flat);
 	node_cutoff = plabel_abs64((int64_t)((double)total_value *
 					     PLABEL_NODE_FRACTION));
 	edge_cutoff = plabel_abs64((int64_t)((double)total_value *
@@ -1260,7 +1273,7 @@ static int plabel_report_top(struct plabel_report *r,
 	plabel_select_unit(r, g, ng);
 
 	for (i = 0; i < ng; i++)
-		flat_sum += r->nodes[g[i]].flat;
+		flat_sum = plabel_add64(flat_sum, r->nodes[g[i]].flat);
 	plabel_profile_labels(r, out);
 	if (o->focus_spec || o->ignore_spec) {
 		fprintf(out, "Active filters:\n");
@@ -1298,7 +1311,7 @@ static int plabel_report_top(struct plabel_report *r,
 		if (n->in_inline)
 			inl = n->in_noinline ? " (partial-inline)" :
 					       " (inline)";
-		flat_sum += n->flat;
+		flat_sum = plabel_add64(flat_sum, n->flat);
 		plabel_fmt_value(r, a, sizeof(a), n->flat);
 		plabel_fmt_value(r, c, sizeof(c), n->cum);
 		plabel_percentage(d, sizeof(d), n->flat, r->total);
@@ -1374,7 +1387,7 @@ static int plabel_tagkey_add(struct plabel_tagkey *k, const char *val,
 
 	for (i = 0; i < k->nvals; i++) {
 		if (!strcmp(k->vals[i].name, val)) {
-			k->vals[i].flat += w;
+			k->vals[i].flat = plabel_add64(k->vals[i].flat, w);
 			return 0;
 		}
 	}
@@ -1432,7 +1445,7 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 		char cell[128];
 
 		for (j = 0; j < k->nvals; j++)
-			total += k->vals[j].flat;
+			total = plabel_add64(total, k->vals[j].flat);
 		qsort(k->vals, k->nvals, sizeof(*k->vals), plabel_tagval_cmp);
 		/* text/tabwriter, AlignRight, padding 1: the key column
 		 * spans the section; the value column only its value
@@ -1634,7 +1647,7 @@ int plabel_cmd_report(int argc, char **argv)
 		fprintf(stderr, "plabel report: %s: %s\n", argv[optind],
 			o.sample_index ? "no such sample type" :
 					 "the profile has no sample types");
-		status = 2;
+		status = o.sample_index ? 2 : 1;
 		goto out_prof;
 	}
 	r.stype = plabel_prof_sample_type(r.p, r.si).type;
