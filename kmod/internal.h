@@ -85,7 +85,11 @@ struct plabel_set *plabel_set_lookup_rcu(u64 id);
 /* Process context: a live set with that id and a reference, else NULL. */
 struct plabel_set *plabel_set_get_id(u64 id);
 void plabel_set_get(struct plabel_set *set);
-/* Any context: drops a reference, frees after an RCU grace period. */
+/*
+ * Any context but NMI: drops a reference; the last one removes the set
+ * from the tables through a work item and frees it after an RCU grace
+ * period.
+ */
 void plabel_set_put(struct plabel_set *set);
 long plabel_live_sets(void);
 
