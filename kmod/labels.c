@@ -17,11 +17,11 @@
  * References: a set is referenced by open files (one ref per file, in
  * pf->refs) and by task entries (task.c). plabel_set_put() may run in any
  * context but NMI (it may queue work); the final put queues the set on
- * plabel_dead_sets and a work item
- * removes it from plabel_ids and the dedup table, returns its quota, and
- * frees it after an RCU grace period. Between the final put and removal
- * the set is still found by xa_load() but has refs == 0, and lookups treat
- * it as gone.
+ * plabel_dead_sets and a work item removes it from plabel_ids and the
+ * dedup table, returns its quota, and frees it after an RCU grace period.
+ * Between the final put and removal the set is still found by xa_load()
+ * but has refs == 0, and lookups treat it as gone. An intern that would
+ * fail with -EDQUOT first waits for pending removals.
  *
  * Lock order: pf->lock, then plabel_intern_lock, then the xarray lock.
  */
