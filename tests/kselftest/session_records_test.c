@@ -420,10 +420,12 @@ TEST(labels_follow_threads)
  */
 #define NBURNERS 8
 
+static pthread_barrier_t burn_start;
+static uint64_t burn_until;	/* set before burn_start opens */
+
 struct burner {
 	int fd;
 	uint64_t id;
-	uint64_t until;
 	int cpu;
 	uint64_t cpu_ns;	/* out: CPU time spent labeled */
 	int err;
@@ -439,8 +441,9 @@ static void *burn_thread(void *arg)
 	CPU_SET(b->cpu, &set);
 	b->err = sched_setaffinity(0, sizeof(set), &set);
 	b->err |= su_labels_set(b->fd, b->id);
+	pthread_barrier_wait(&burn_start);
 	t0 = su_thread_cpu_ns();
-	su_burn_until(b->until);
+	su_burn_until(burn_until);
 	b->cpu_ns = su_thread_cpu_ns() - t0;
 	b->err |= su_labels_set(b->fd, 0);
 	return NULL;
@@ -454,7 +457,7 @@ TEST(accuracy_three_to_one)
 	struct su_reader rd;
 	struct plabel_rec_header *h;
 	long long calls0, ns0, calls1, ns1;
-	uint64_t hi, lo, nhi = 0, nlo = 0, cpu_hi = 0, cpu_lo = 0, until;
+	uint64_t hi, lo, nhi = 0, nlo = 0, cpu_hi = 0, cpu_lo = 0;
 	double want, got;
 	size_t off;
 	int fd, i, ncpu;
@@ -471,14 +474,16 @@ TEST(accuracy_three_to_one)
 	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
 				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
 	ASSERT_EQ(0, su_reader_start(&rd, fd));
-	until = su_now_ns() + 1200000000ull;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	ASSERT_EQ(0, pthread_barrier_init(&burn_start, NULL, NBURNERS + 1));
 	for (i = 0; i < NBURNERS; i++) {
-		b[i] = (struct burner){ .fd = fd, .until = until,
-					.cpu = i % ncpu,
+		b[i] = (struct burner){ .fd = fd, .cpu = i % ncpu,
 					.id = i < 2 ? lo : hi };
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, burn_thread, &b[i]));
 	}
+	/* all start together, so none burns longer for being created first */
+	burn_until = su_now_ns() + 2000000000ull;
+	pthread_barrier_wait(&burn_start);
 	for (i = 0; i < NBURNERS; i++) {
 		pthread_join(t[i], NULL);
 		ASSERT_EQ(0, b[i].err);

@@ -293,7 +293,11 @@ TEST(lost_records_tiny_ring)
 	close(fd);
 }
 
-/* Closing the file with a running session stops the counters. */
+/*
+ * The module cannot go while a session's file is open; closing the file
+ * with a running session stops the counters (and the test runner's final
+ * rmmod checks nothing was left behind).
+ */
 TEST(close_tears_down)
 {
 	long long c0, c1, c2;
@@ -307,6 +311,9 @@ TEST(close_tears_down)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
 	su_burn_cpu(50000000);
+	/* the open file pins the module: no unload under a session */
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "plabel", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
 	close(fd);
 	c1 = su_read_num(SU_DEBUGFS "handler_calls");
 	EXPECT_LT(c0, c1);
