@@ -85,7 +85,7 @@ if [ -z "$HOST_ONLY" ]; then
 		# shellcheck disable=SC2086
 		PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
 			--timeout "$vm_limit" -- tests/vm/run-tests.sh \
-			$VM_TESTS $E2E_TESTS 2>"$C/vm-$k.stderr" | sed 's/^/  /'
+			$VM_TESTS $E2E_TESTS 2>"$C/vm-$k.stderr" | sed -u 's/^/  /'
 		rc=${PIPESTATUS[0]}
 		# The runner's verdict on the VM itself is one test: a kernel
 		# WARN or a failed rmmod fails it even when every test passed.
