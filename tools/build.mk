@@ -28,6 +28,12 @@ $(PLABEL_BIN): $(B)/tools/main.o $(TOOLS_LIB)
 
 ALL_TARGETS	+= $(PLABEL_BIN)
 
+install-tools: $(PLABEL_BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(PLABEL_BIN) $(DESTDIR)$(PREFIX)/bin/
+install: install-tools
+.PHONY: install-tools
+
 TEST_DEPS	+= $(TOOLS_LIB)
 TEST_LDLIBS	+= $(TOOLS_LIB) $(TOOLS_LDLIBS)
 

@@ -29,6 +29,23 @@ if [ ! -e /dev/plabel ]; then
 fi
 t_ok "record -p of a dead process: exit 1" sh -c '"$1" record -o "$2" -p 999999 2>/dev/null; [ $? -eq 1 ]' - "$PLABEL" "$E2E_OUT/dead"
 
+if command -v setpriv >/dev/null; then
+	t_ok "record without CAP_PERFMON: exit 1, clear message" sh -c \
+		'm=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$1" record -o /tmp/nobody -a 2>&1); rc=$?;
+		 echo "# $m"; [ $rc -eq 1 ] && echo "$m" | grep -q "CAP_PERFMON or root"' - "$PLABEL"
+else
+	t_skip "record without CAP_PERFMON" "no setpriv(1)"
+fi
+
+if command -v script >/dev/null; then
+	t_ok "progress line on a terminal" sh -c \
+		'script -qec "$1 record -o $2 -- sleep 2.5" /dev/null |
+		 grep -q "recording [0-9]*s, [0-9]* samples, [0-9]* lost"' \
+		- "$PLABEL" "$E2E_OUT/tty"
+else
+	t_skip "progress line on a terminal" "no script(1)"
+fi
+
 D=$E2E_OUT/sigint
 "$PLABEL" record -o "$D" -a >"$D.log" 2>&1 &
 pid=$!

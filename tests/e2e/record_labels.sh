@@ -56,7 +56,7 @@ t_ok "thread creation by spawn_workers under phase=spawn" \
 	"__clone3|clone3|pthread_create.*" spawn_workers main
 
 # -p: attach to a running process until it exits
-"$E2E_BIN/workers" 300 &
+"$E2E_BIN/workers" 1000 &
 pid=$!
 D=$E2E_OUT/pid
 t_ok "record -p exits 0 when the process exits" e2e_record "$D" -p "$pid"
