@@ -1470,6 +1470,37 @@ static const char *plabel_kmod_path(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * 0 when the module file is the loaded module (its build-id note, as
+ * /sys/module/plabel/notes shows it, is in the file), so that unloading it
+ * can be undone by loading the file again; 1 when it is not; -1 when
+ * that cannot be told.
+ */
+static int plabel_kmod_differs(int kfd)
+{
+	unsigned char note[256];
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd, differs = -1;
+
+	fd = open("/sys/module/plabel/notes/.note.gnu.build-id",
+		  O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, note, sizeof(note));
+	close(fd);
+	if (n < 16 || fstat(kfd, &st))
+		return -1;
+	buf = malloc(st.st_size);
+	if (!buf)
+		return -1;
+	if (pread(kfd, buf, st.st_size, 0) == st.st_size)
+		differs = !memmem(buf, st.st_size, note, n);
+	free(buf);
+	return differs;
+}
+
 static pid_t plabel_start_daemon(void)
 {
 	int ready[2];
@@ -1512,6 +1543,11 @@ TEST(unload_with_labeled_threads)
 		SKIP(return, "module file not found (set PLABEL_KMOD)");
 	kfd = open(ko, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, kfd);
+	if (plabel_kmod_differs(kfd) == 1) {
+		close(kfd);
+		SKIP(return, "%s is not the loaded module (set PLABEL_KMOD)",
+		     ko);
+	}
 	tasks0 = plabel_counter("live_tasks");
 
 	d1 = plabel_start_daemon();
