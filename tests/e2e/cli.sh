@@ -49,11 +49,15 @@ fi
 D=$E2E_OUT/sigint
 "$PLABEL" record -o "$D" -a >"$D.log" 2>&1 &
 pid=$!
+"$E2E_BIN/spin" 1000 &
+spin=$!
 sleep 2
 kill -INT "$pid"
 wait "$pid"
 rc=$?
+wait "$spin"
 sed 's/^/# /' "$D.log"
+t_ok "SIGINT: -a sampled the busy program" grep -q "plabel: [1-9][0-9]* samples" "$D.log"
 t_ok "SIGINT: record exits 0" test "$rc" -eq 0
 t_ok "SIGINT: cpu.pb.gz written" test -s "$D/cpu.pb.gz"
 t_ok "SIGINT: readable by go tool pprof" sh -c 'go tool pprof -top "$1" >/dev/null 2>&1' - "$D/cpu.pb.gz"
