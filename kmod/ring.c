@@ -40,6 +40,7 @@ void plabel_ring_free(struct plabel_ring *r)
  */
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max)
 {
+	/* the consumer is done with bytes before tail */
 	u64 tail = smp_load_acquire(&r->tail);
 
 	if (max > r->size - (u32)(r->head - tail)) {
@@ -126,12 +127,14 @@ void plabel_wr_commit(struct plabel_wr *w)
 	/* the header is 8 bytes at an 8-aligned position: never split */
 	hsize = (u32 *)(r->data + ((w->start + 4) & (r->size - 1)));
 	*hsize = size;
+	/* publish the record's bytes: pairs with the consumer's acquire */
 	smp_store_release(&r->head, w->start + size);
 	__this_cpu_inc(plabel_stats.records);
 }
 
 bool plabel_ring_empty(struct plabel_ring *r)
 {
+	/* pairs with the producer's release of head */
 	return smp_load_acquire(&r->head) == r->tail;
 }
 
@@ -142,6 +145,7 @@ bool plabel_ring_empty(struct plabel_ring *r)
 ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
 			     size_t len)
 {
+	/* pairs with the producer's release of head */
 	u64 head = smp_load_acquire(&r->head);
 	u64 tail = r->tail;
 	size_t done = 0;
@@ -172,6 +176,7 @@ ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
 			return done ? done : -EFAULT;
 		done += hdr.size;
 		tail += hdr.size;
+		/* free the bytes: pairs with the producer's acquire of tail */
 		smp_store_release(&r->tail, tail);
 	}
 	return done;

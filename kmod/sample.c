@@ -34,7 +34,8 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 {
 	if (regs && user_mode(regs))
 		return regs;
-	if (!current->mm || (current->flags & PF_KTHREAD))
+	/* io_uring workers share a user mm but have no user registers */
+	if (!current->mm || (current->flags & (PF_KTHREAD | PF_IO_WORKER)))
 		return NULL;
 	return task_pt_regs(current);
 }

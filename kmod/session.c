@@ -172,6 +172,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
 	}
 	for (i = 0; i < PLABEL_MM_PENDING; i++) {
 		e = &c->pending[i];
+		/* pairs with the release that frees the slot */
 		if (!smp_load_acquire(&e->mm))
 			break;
 	}
@@ -179,6 +180,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
 		return;
 	e->tgid = current->tgid;
 	e->task = get_task_struct(current);
+	/* tgid and task before mm: pairs with the scanner's acquire */
 	smp_store_release(&e->mm, mm);
 
 	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
@@ -261,9 +263,10 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 {
 	struct vm_area_struct *vma;
 	char *root = NULL;
-	size_t rlen = plabel_task_root(s, task, &root);
+	size_t rlen;
 	VMA_ITERATOR(vmi, mm, 0);
 
+	rlen = plabel_task_root(s, task, &root);
 	mmap_read_lock(mm);
 	for_each_vma(vmi, vma) {
 		char *path;
@@ -292,6 +295,7 @@ static void plabel_scan_pending(struct plabel_session *s)
 
 		for (i = 0; i < PLABEL_MM_PENDING; i++) {
 			struct plabel_mm_ref *e = &c->pending[i];
+			/* pairs with the release in plabel_session_note_mm() */
 			struct mm_struct *mm = smp_load_acquire(&e->mm);
 
 			if (!mm)
@@ -299,6 +303,7 @@ static void plabel_scan_pending(struct plabel_session *s)
 			plabel_scan_mm(s, mm, e->task, e->tgid);
 			mmput(mm);
 			put_task_struct(e->task);
+			/* done with the slot: pairs with the acquire in note_mm */
 			smp_store_release(&e->mm, NULL);
 			cond_resched();
 		}
@@ -567,6 +572,7 @@ static int plabel_session_start(struct plabel_file *pf, void __user *uarg)
 			goto err_unpublish;
 	}
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
+	/* a fully set up session: pairs with read()/poll() */
 	smp_store_release(&pf->session, s);
 	mutex_unlock(&plabel_session_mutex);
 	return 0;
@@ -594,6 +600,7 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 	cancel_delayed_work_sync(&s->tick);
 	plabel_scan_pending(s);
 	irq_work_sync(&s->wake_work);
+	/* records written before are visible to a reader seeing STOPPED */
 	smp_store_release(&s->state, PLABEL_SESSION_STOPPED);
 	wake_up_all(&s->wq);
 }
@@ -616,6 +623,13 @@ long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
 	default:
 		return -ENOTTY;
 	}
+}
+
+/* Stopped: every record is in the rings. */
+static bool plabel_session_stopped(struct plabel_session *s)
+{
+	/* pairs with the release in plabel_session_stop_locked() */
+	return smp_load_acquire(&s->state) == PLABEL_SESSION_STOPPED;
 }
 
 /* Copy whole records; under read_lock. */
@@ -673,6 +687,7 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 			    char __user *buf, size_t len)
 {
+	/* pairs with the release in plabel_session_start() */
 	struct plabel_session *s = smp_load_acquire(&pf->session);
 	ssize_t ret;
 	int stopped;
@@ -682,8 +697,7 @@ ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 	for (;;) {
 		if (mutex_lock_interruptible(&s->read_lock))
 			return -ERESTARTSYS;
-		stopped = smp_load_acquire(&s->state) ==
-			  PLABEL_SESSION_STOPPED;
+		stopped = plabel_session_stopped(s);
 		ret = plabel_session_copy(s, buf, len);
 		mutex_unlock(&s->read_lock);
 		if (ret == -ENOSPC)
@@ -693,8 +707,7 @@ ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 		if (file->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		if (wait_event_interruptible(s->wq, plabel_session_has_data(s) ||
-					     smp_load_acquire(&s->state) ==
-					     PLABEL_SESSION_STOPPED))
+					     plabel_session_stopped(s)))
 			return -ERESTARTSYS;
 	}
 }
@@ -702,6 +715,7 @@ ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 			     poll_table *wait)
 {
+	/* pairs with the release in plabel_session_start() */
 	struct plabel_session *s = smp_load_acquire(&pf->session);
 	__poll_t mask = 0;
 
@@ -710,7 +724,7 @@ __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 	poll_wait(file, &s->wq, wait);
 	if (plabel_session_has_data(s))
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (smp_load_acquire(&s->state) == PLABEL_SESSION_STOPPED)
+	if (plabel_session_stopped(s))
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLHUP;
 	return mask;
 }
