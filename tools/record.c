@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,39 +113,133 @@ static const char *plabel_start_err(int err)
 	}
 }
 
+/* One read()'s bytes, queued for the collector thread. */
+struct plabel_qbuf {
+	struct plabel_qbuf *next;
+	size_t len;
+	uint8_t data[];
+};
+
+/*
+ * The main thread only reads /dev/plabel and queues what it read, so the
+ * kernel's buffers are emptied promptly; a second thread decodes, unwinds
+ * (the slow part, in dwarf mode) and collects, in read order.
+ */
 struct plabel_rec_state {
 	int fd;
 	struct plabel_collect *col;
 	uint8_t *buf;
 	int corrupt;
+	pthread_t worker;
+	pthread_mutex_t qlock;	/* the queue and done */
+	pthread_cond_t qcond;
+	struct plabel_qbuf *head, *tail;
+	int done;
+	pthread_mutex_t col_lock;	/* col, while the worker runs */
+	volatile int nomem;
 };
 
-/* One read(): >0 bytes handled, 0 end of stream, -EAGAIN, or an error. */
+static void *plabel_worker(void *arg)
+{
+	struct plabel_rec_state *st = arg;
+	struct plabel_qbuf *q;
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&st->qlock);
+		while (!st->head && !st->done)
+			pthread_cond_wait(&st->qcond, &st->qlock);
+		q = st->head;
+		if (q) {
+			st->head = q->next;
+			if (!st->head)
+				st->tail = NULL;
+		}
+		pthread_mutex_unlock(&st->qlock);
+		if (!q)
+			break;	/* done and drained */
+		pthread_mutex_lock(&st->col_lock);
+		ret = st->nomem ? 0 :
+		      plabel_collect_buffer(st->col, q->data, q->len);
+		pthread_mutex_unlock(&st->col_lock);
+		free(q);
+		if (ret == -ENOMEM)
+			st->nomem = 1;
+		if (ret == -EBADMSG && !st->corrupt) {
+			st->corrupt = 1;
+			fprintf(stderr, "plabel record: malformed records from %s skipped\n",
+				PLABEL_DEVICE);
+		}
+	}
+	return NULL;
+}
+
+static int plabel_worker_start(struct plabel_rec_state *st)
+{
+	sigset_t all, old;
+	int ret;
+
+	pthread_mutex_init(&st->qlock, NULL);
+	pthread_cond_init(&st->qcond, NULL);
+	pthread_mutex_init(&st->col_lock, NULL);
+	/* signals stay with the main thread, whose poll() they interrupt */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&st->worker, NULL, plabel_worker, st);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -ret;
+}
+
+static void plabel_worker_finish(struct plabel_rec_state *st)
+{
+	pthread_mutex_lock(&st->qlock);
+	st->done = 1;
+	pthread_cond_signal(&st->qcond);
+	pthread_mutex_unlock(&st->qlock);
+	pthread_join(st->worker, NULL);
+}
+
+/* One read(): >0 bytes queued, 0 end of stream, -EAGAIN, or an error. */
 static ssize_t plabel_read_once(struct plabel_rec_state *st)
 {
 	ssize_t n = read(st->fd, st->buf, PLABEL_READ_BUF);
-	int ret;
+	struct plabel_qbuf *q;
 
 	if (n < 0)
 		return -errno;
 	if (n == 0)
 		return 0;
-	ret = plabel_collect_buffer(st->col, st->buf, n);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret == -EBADMSG && !st->corrupt) {
-		st->corrupt = 1;
-		fprintf(stderr, "plabel record: malformed records from %s skipped\n",
-			PLABEL_DEVICE);
-	}
+	if (st->nomem)
+		return -ENOMEM;
+	q = malloc(sizeof(*q) + n);
+	if (!q)
+		return -ENOMEM;
+	q->next = NULL;
+	q->len = n;
+	memcpy(q->data, st->buf, n);
+	pthread_mutex_lock(&st->qlock);
+	if (st->tail)
+		st->tail->next = q;
+	else
+		st->head = q;
+	st->tail = q;
+	pthread_cond_signal(&st->qcond);
+	pthread_mutex_unlock(&st->qlock);
 	return n;
 }
 
-static void plabel_progress(struct plabel_collect *col, double t0, int final)
+/* The status line; skipped while the worker holds the collector. */
+static void plabel_progress(struct plabel_rec_state *st, double t0,
+			    int final)
 {
 	struct plabel_collect_stats s;
 
-	plabel_collect_stats(col, &s);
+	if (final)
+		pthread_mutex_lock(&st->col_lock);
+	else if (pthread_mutex_trylock(&st->col_lock))
+		return;
+	plabel_collect_stats(st->col, &s);
+	pthread_mutex_unlock(&st->col_lock);
 	fprintf(stderr, "\rplabel: recording %.0fs, %" PRIu64 " samples, %"
 		PRIu64 " lost%s", plabel_now() - t0, s.samples, s.lost,
 		final ? "\n" : "   ");
@@ -407,6 +502,13 @@ int plabel_cmd_record(int argc, char **argv)
 			plabel_start_err(errno));
 		goto err_child;
 	}
+	ret = plabel_worker_start(&st);
+	if (ret) {
+		fprintf(stderr, "plabel record: cannot start a thread: %s\n",
+			strerror(-ret));
+		ioctl(st.fd, PLABEL_IOC_SESSION_STOP);
+		goto err_child;
+	}
 	clock_gettime(CLOCK_REALTIME, &wall);
 	t0 = plabel_now();
 	if (cmd) {
@@ -467,6 +569,10 @@ int plabel_cmd_record(int argc, char **argv)
 			n = plabel_read_once(&st);
 			if (n == 0)
 				break;	/* the session ended */
+			if (n == -ENOMEM) {
+				fprintf(stderr, "plabel record: out of memory, stopping\n");
+				break;
+			}
 			if (n < 0 && n != -EAGAIN && n != -EINTR) {
 				fprintf(stderr, "plabel record: reading %s: %s\n",
 					PLABEL_DEVICE, strerror((int)-n));
@@ -475,7 +581,7 @@ int plabel_cmd_record(int argc, char **argv)
 		}
 		if (tty && plabel_now() - last >= 1.0) {
 			last = plabel_now();
-			plabel_progress(st.col, t0, 0);
+			plabel_progress(&st, t0, 0);
 		}
 	}
 
@@ -493,8 +599,9 @@ int plabel_cmd_record(int argc, char **argv)
 		if (n <= 0 && n != -EINTR)
 			break;
 	}
+	plabel_worker_finish(&st);
 	if (tty)
-		plabel_progress(st.col, t0, 1);
+		plabel_progress(&st, t0, 1);
 	for (i = 0; i < (uint32_t)npidfds; i++)
 		close(pidfds[i]);
 	if (child > 0) {

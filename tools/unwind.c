@@ -48,6 +48,7 @@ struct plabel_unwinder {
 	const uint64_t *regs;
 	uint64_t leaf_regs[PLABEL_REGS_NR];
 	uint64_t stack_base;	/* address of stack[0] */
+	uint64_t maps_sig;	/* of the maps libunwind's cache is for */
 	const uint8_t *stack;
 	size_t stack_size;
 };
@@ -220,8 +221,11 @@ struct plabel_unwinder *plabel_unwinder_new(void)
 		free(u);
 		return NULL;
 	}
-	/* addresses mean different things in different samples */
-	unw_set_caching_policy(u->as, UNW_CACHE_NONE);
+	/*
+	 * libunwind caches what it learnt per ip; valid while the samples
+	 * come from the same address space (flushed when the maps change).
+	 */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	return u;
 }
 
@@ -236,8 +240,18 @@ void plabel_unwinder_free(struct plabel_unwinder *u)
 
 static int plabel_uw_add_objs(struct plabel_unwinder *u)
 {
+	uint64_t sig = 0x9e3779b97f4a7c15ULL;
 	size_t i, j;
 
+	for (i = 0; i < u->nmaps; i++) {
+		sig = (sig ^ u->maps[i].start) * 0x100000001b3ULL;
+		sig = (sig ^ u->maps[i].offset) * 0x100000001b3ULL;
+		sig = (sig ^ (uintptr_t)u->maps[i].elf) * 0x100000001b3ULL;
+	}
+	if (sig != u->maps_sig) {
+		unw_flush_cache(u->as, 0, 0);
+		u->maps_sig = sig;
+	}
 	u->nobjs = 0;
 	for (i = 0; i < u->nmaps; i++) {
 		const struct plabel_map *m = &u->maps[i];
