@@ -64,6 +64,7 @@ struct plabel_collect {
 
 	struct plabel_unwinder *unwinder;
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
+	uint32_t skip_pid;	/* 0: none */
 };
 
 struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
@@ -115,6 +116,11 @@ void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns)
 {
 	if (period_ns)
 		c->period_ns = period_ns;
+}
+
+void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid)
+{
+	c->skip_pid = pid;
 }
 
 void plabel_collect_stats(const struct plabel_collect *c,
@@ -683,9 +689,19 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	locs = malloc(PLABEL_MAX_FRAMES * sizeof(*locs));
 	if (!locs)
 		return -ENOMEM;
-	for (i = 0; i < c->nsamples && !ret; i++)
-		if (c->samples[i]->type == type)
-			ret = plabel_build_sample(&b, c->samples[i], locs);
+	for (i = 0; i < c->nsamples && !ret; i++) {
+		const struct plabel_csample *cs = c->samples[i];
+
+		if (cs->type != type)
+			continue;
+		if (cs->pid && cs->pid == c->skip_pid) {
+			struct plabel_proc *p = plabel_proc_get(c, cs->pid);
+
+			if (p && p->nexec && !plabel_proc_gen(p, cs->time_ns))
+				continue;
+		}
+		ret = plabel_build_sample(&b, cs, locs);
+	}
 	free(locs);
 	free(b.lc.ents);
 	if (ret)

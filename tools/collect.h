@@ -39,6 +39,12 @@ void plabel_collect_free(struct plabel_collect *c);
 /* Default sampling period when the stream does not say (it does). */
 void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);
 
+/*
+ * Leave out what pid did before its first exec (record -- CMD: the forked
+ * child is plabel's own code until it execs CMD).
+ */
+void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid);
+
 /* Feed one decoded record. 0 or -ENOMEM. */
 int plabel_collect_record(struct plabel_collect *c,
 			  const struct plabel_dec_rec *r);

@@ -481,6 +481,7 @@ int plabel_cmd_record(int argc, char **argv)
 		}
 		close(pipefd[0]);
 		pipefd[0] = -1;
+		plabel_collect_skip_before_exec(st.col, child);
 		pids[0] = child;
 		npids = 1;
 	}

@@ -42,6 +42,8 @@ t_ok "stack burn_alpha <- thread start" \
 	e2e_trace "$D/cpu.pb.gz" "worker: +alpha" burn_alpha \
 	"worker_main|start_thread"
 
+t_ok "plabel's own code before the exec left out" \
+	sh -c '! go tool pprof -traces "$1" 2>/dev/null | grep -q plabel_cmd_record' - "$D/cpu.pb.gz"
 t_ok "two threads created under phase=spawn" \
 	e2e_between "$(e2e_pprof -tags "$D/threadcreate.pb.gz" |
 		awk '$1 == "phase:" { p = 1; next } p && $NF == "spawn" { print $1; exit }')" 2 2

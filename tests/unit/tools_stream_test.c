@@ -536,6 +536,45 @@ TEST(aggregate_exec_generations)
 	plabel_syms_free(syms);
 }
 
+/* record -- CMD: the held child's samples before its exec are plabel's */
+TEST(aggregate_skip_before_exec)
+{
+	static struct sbuf b;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_prof_sample_info si;
+	uint64_t ips[1] = { 0x1000 };
+
+	b.len = 0;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 8, ips, 0, 1);
+	smp->time_ns = 10;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 8, ips, 0, 1);
+	smp->time_ns = 30;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 9, ips, 0, 1);
+	smp->time_ns = 10;
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = 8;
+	ex->time_ns = 20;
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
+	ASSERT_NE(NULL, c);
+	plabel_collect_skip_before_exec(c, 8);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	/* pid 8 after its exec, and pid 9 */
+	EXPECT_EQ(2, plabel_prof_num_samples(cpu));
+	plabel_prof_get_sample(cpu, 0, &si);
+	EXPECT_EQ(1, si.values[0]);
+	plabel_prof_get_sample(cpu, 1, &si);
+	EXPECT_EQ(1, si.values[0]);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 TEST(aggregate_unresolved_set_is_visible)
 {
 	static struct sbuf b;
