@@ -3,7 +3,8 @@
 #
 # `plabel CMD --help` and `plabel help CMD` print exactly the texts
 # Documentation/tools.rst shows (the literal block after ".. help: CMD"),
-# and the top-level usage lists every command. Installed as
+# and the top-level usage lists every command; on a host without the
+# module, record and run fail with the one clear message. Installed as
 # build/tests/unit/tools_help_check; runs from the checkout.
 here=$(cd "$(dirname "$0")" && pwd)
 for d in "$here/../../.." "$here/../.." .; do
@@ -49,4 +50,19 @@ t_ok "plabel help report" grep -q "^usage: plabel report" "$tmp/rep"
 for c in record report run; do
 	t_ok "plabel --help lists $c" grep -q "^  $c " "$tmp/top"
 done
+
+# no_module CMD..: exit 1 and the message naming the module
+no_module() {
+	m=$("$PLABEL" "$@" 2>&1 >/dev/null)
+	rc=$?
+	[ $rc -eq 1 ] && [ "$m" = "plabel: /dev/plabel not found: is the plabel module loaded?" ]
+}
+if [ -e /dev/plabel ]; then
+	t_skip "record without the module" "/dev/plabel exists here"
+	t_skip "run without the module" "/dev/plabel exists here"
+else
+	t_ok "record without the module" no_module record -o "$tmp/out" -- true
+	t_ok "run without the module" no_module run -l k=v -- true
+	t_ok "no output directory made without the module" test ! -e "$tmp/out"
+fi
 t_done
