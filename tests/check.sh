@@ -12,13 +12,14 @@
 #      "N passed, N failed, N skipped"; exit status 1 on any failure.
 #
 # PLABEL_TEST_TIMEOUT (seconds per test program, default 300) and
-# PLABEL_VM_TIMEOUT (seconds per VM, default 1500) bound the run.
+# PLABEL_VM_TIMEOUT (seconds per VM, default 1500) bound the run;
+# CHECK_DIR (default build/check) is where the logs go.
 
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
 B=${B:-build}
-C=$B/check
+C=${CHECK_DIR:-$B/check}
 KERNELS=${KERNELS:-6.1 6.12}
 HOST_ONLY=${HOST_ONLY:-}
 limit=${PLABEL_TEST_TIMEOUT:-300}
