@@ -429,6 +429,7 @@ int plabel_collect_record(struct plabel_collect *c,
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
+		c->st.version = r->u.stream.version;
 		plabel_collect_set_period(c, r->u.stream.period_ns);
 		return 0;
 	case PLABEL_REC_LABELSET:

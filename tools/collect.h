@@ -27,6 +27,7 @@ struct plabel_collect_stats {
 	uint64_t lost;		/* records the kernel dropped */
 	uint64_t unresolved;	/* samples whose label set never arrived */
 	uint64_t bad;		/* malformed buffers (decoding stopped) */
+	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 
 #define PLABEL_COLLECT_PROC_MAPS	(1U << 0) /* read /proc/PID/maps */

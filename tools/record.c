@@ -277,6 +277,9 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 		goto out;
 	}
 	plabel_collect_stats(col, &s);
+	if (s.version && s.version != PLABEL_REC_VERSION)
+		fprintf(stderr, "plabel record: the module writes record format %u, this plabel knows %u: update plabel\n",
+			s.version, PLABEL_REC_VERSION);
 	fprintf(stderr, "plabel: %" PRIu64 " samples, %" PRIu64
 		" thread creations, %" PRIu64 " label sets, %" PRIu64
 		" lost records%s; wrote %s, %s\n", s.samples, s.threads,

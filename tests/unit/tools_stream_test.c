@@ -414,6 +414,7 @@ TEST(aggregate_profiles)
 	EXPECT_EQ(1, st.threads);
 	EXPECT_EQ(2, st.labelsets);
 	EXPECT_EQ(5, st.lost);
+	EXPECT_EQ(PLABEL_REC_VERSION, st.version);
 	ASSERT_EQ(0, plabel_collect_finish(c, 1, 2, &cpu, &tc));
 
 	/* through the wire format and back */
