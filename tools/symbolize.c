@@ -388,8 +388,10 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			return 0;
 		n = 1;
 	}
-	/* the outermost frame is the real function: trust the symbol table
-	 * when DWARF gave no name */
+	/*
+	 * The outermost frame is the real function: trust the symbol table
+	 * when DWARF gave no name.
+	 */
 	if (!frames[n - 1].function)
 		frames[n - 1].function = symname;
 	for (i = 0; i < n; i++) {

@@ -51,8 +51,10 @@ const char *plabel_elf_build_id(const struct plabel_elf *e);
 int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
 		    uint64_t map_offset, uint64_t *bias);
 
-/* Copy len bytes of the loaded image at ELF vaddr (zeros past a segment's
- * file size). -EFAULT when [vaddr, vaddr+len) is not inside one PT_LOAD. */
+/*
+ * Copy len bytes of the loaded image at ELF vaddr (zeros past a segment's
+ * file size). -EFAULT when [vaddr, vaddr+len) is not inside one PT_LOAD.
+ */
 int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
 		    size_t len);
 
