@@ -58,5 +58,5 @@ KERNELS		?= 6.1 6.12
 HOST_ONLY	?=
 
 check: all kmods
-	B=$(B) HOST_TESTS="$(HOST_TESTS)" VM_TESTS="$(VM_TESTS)" \
+	@B=$(B) HOST_TESTS="$(HOST_TESTS)" VM_TESTS="$(VM_TESTS)" \
 		KERNELS="$(KERNELS)" HOST_ONLY="$(HOST_ONLY)" tests/check.sh
