@@ -13,7 +13,9 @@
 #
 # PLABEL_TEST_TIMEOUT (seconds per test program, default 300) and
 # PLABEL_VM_TIMEOUT (seconds per VM, default 1500) bound the run;
-# CHECK_DIR (default build/check) is where the logs go.
+# CHECK_DIR (default build/check) is where the logs go. HOST_TESTS,
+# VM_TESTS (set by make) and E2E_TESTS (default tests/e2e/*.sh) list the
+# programs to run.
 
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -32,7 +34,7 @@ programs() {
 }
 [ -n "${HOST_TESTS+x}" ] || HOST_TESTS=$(programs "$B"/tests/unit/*)
 [ -n "${VM_TESTS+x}" ] || VM_TESTS=$(programs "$B"/tests/kselftest/*)
-E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
+[ -n "${E2E_TESTS+x}" ] || E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
 
 export PLABEL_TEST_TIMEOUT=$limit
 rm -rf "$C"
@@ -105,7 +107,7 @@ if [ -z "$HOST_ONLY" ]; then
 				echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0" ;;
 			esac
 		} >"$vlog"
-		grep -a '^plabel-vm: ' "$C/vm-$k.stderr" | sed 's/^/  /'
+		sed 's/^/  /' "$C/vm-$k.stderr"
 		logs+=("$vlog")
 		# Every test the VM should have run has a log; one that has
 		# none did not run (the VM died first) and counts as failed.
