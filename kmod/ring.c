@@ -132,6 +132,27 @@ void plabel_wr_commit(struct plabel_wr *w)
 	__this_cpu_inc(plabel_stats.records);
 }
 
+/* Write another copy of the record of size bytes at start. */
+bool plabel_ring_dup(struct plabel_ring *r, u64 start, u32 size)
+{
+	struct plabel_wr w;
+	u32 off = 0;
+
+	if (!plabel_wr_begin(&w, r, size))
+		return false;
+	while (off < size) {
+		u32 n = plabel_ring_piece(r, start + off, size - off);
+
+		n = plabel_ring_piece(r, w.start + off, n);
+		memcpy(r->data + ((w.start + off) & (r->size - 1)),
+		       r->data + ((start + off) & (r->size - 1)), n);
+		off += n;
+	}
+	w.len = size;
+	plabel_wr_commit(&w);
+	return true;
+}
+
 bool plabel_ring_empty(struct plabel_ring *r)
 {
 	/* pairs with the producer's release of head */

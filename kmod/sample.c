@@ -12,6 +12,8 @@
  * or irq_work (session.c).
  */
 #include <linux/cpuhotplug.h>
+#include <linux/hrtimer.h>
+#include <linux/math64.h>
 #include <linux/perf_event.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
@@ -140,7 +142,8 @@ static u32 plabel_chain_max(struct plabel_session *s, bool kernel)
  */
 static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct plabel_rec_sample *rec,
-			      struct pt_regs *kregs, struct pt_regs *uregs)
+			      struct pt_regs *kregs, struct pt_regs *uregs,
+			      struct plabel_wr *wp)
 {
 	struct plabel_wr w;
 
@@ -173,7 +176,40 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 	}
 	plabel_wr_patch(&w, 0, rec, sizeof(*rec));
 	plabel_wr_commit(&w);
+	if (wp)
+		*wp = w;
 	return true;
+}
+
+/*
+ * How many sampling periods this overflow stands for. perf's cpu-clock
+ * timer fires on a grid of periods; when an interrupt comes late (an
+ * emulated CPU, a long section with interrupts off), perf skips the grid
+ * points that passed meanwhile, while the kernel charges that time to the
+ * task that was running. Count the grid points since the previous overflow
+ * on this CPU, but only those after current was switched in: at least one,
+ * at most PLABEL_WEIGHT_MAX. On time, it is one.
+ */
+static u32 plabel_sample_weight(struct plabel_session *s,
+				struct perf_event *event, struct plabel_cpu *c)
+{
+	u64 expiry = hrtimer_get_expires_ns(&event->hw.hrtimer);
+	u64 last = c->last_expiry, arrival, n, m;
+
+	c->last_expiry = expiry;
+	if (!last || expiry <= last)
+		return 1;
+	n = div64_u64(expiry - last + s->period_ns / 2, s->period_ns);
+	/* switch-in time, from sched_clock to the timer's CLOCK_MONOTONIC */
+	arrival = current->sched_info.last_arrival + ktime_get_ns() -
+		  local_clock();
+	if (arrival > last) {
+		m = expiry > arrival ?
+		    div64_u64(expiry - arrival + s->period_ns - 1,
+			      s->period_ns) : 1;
+		n = min(n, m);
+	}
+	return clamp_t(u64, n, 1, PLABEL_WEIGHT_MAX);
 }
 
 /* Labels first, when this session has not carried them yet. */
@@ -190,7 +226,8 @@ static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 	return set->id;
 }
 
-static void plabel_sample(struct plabel_session *s, struct pt_regs *regs)
+static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
+			  u32 weight)
 {
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	struct plabel_rec_sample rec = {
@@ -203,6 +240,8 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs)
 	struct pt_regs *uregs = plabel_user_regs(regs);
 	struct pt_regs *kregs = NULL;
 	struct plabel_set *set;
+	struct plabel_wr w;
+	u32 size;
 
 	if (user_mode(regs))
 		rec.flags |= PLABEL_SAMPLE_USER;
@@ -214,8 +253,13 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs)
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
 
-	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs))
+	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs, &w)) {
 		__this_cpu_inc(plabel_stats.samples);
+		/* a late sample is repeated once for each period it covers */
+		size = ALIGN(w.len, 8);
+		while (--weight && plabel_ring_dup(&c->ring, w.start, size))
+			__this_cpu_inc(plabel_stats.samples);
+	}
 	if (uregs)
 		plabel_session_note_mm(s, c);
 	plabel_session_committed(s, &c->ring);
@@ -226,11 +270,13 @@ static void plabel_overflow(struct perf_event *event,
 			    struct pt_regs *regs)
 {
 	struct plabel_session *s = event->overflow_handler_context;
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	u64 t0 = local_clock();
+	u32 weight = plabel_sample_weight(s, event, c);
 
 	if (regs && !is_idle_task(current) &&
 	    plabel_session_wants(s, current->tgid))
-		plabel_sample(s, regs);
+		plabel_sample(s, regs, weight);
 	__this_cpu_add(plabel_stats.handler_ns, local_clock() - t0);
 	__this_cpu_inc(plabel_stats.handler_calls);
 }
@@ -253,7 +299,7 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	if (!(clone_flags & CLONE_THREAD))
 		rec.flags |= PLABEL_THREAD_PROCESS;
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
-	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs);
+	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c);
 	plabel_session_committed(s, &c->ring);

@@ -37,6 +37,7 @@
 #define PLABEL_MM_CACHE		8	/* recently scanned mms, per CPU */
 #define PLABEL_MM_PENDING	16	/* mm scans waiting, per CPU */
 #define PLABEL_TICK_MS		50	/* reader wake-up / mm scan period */
+#define PLABEL_WEIGHT_MAX	16	/* copies of one late sample */
 
 struct plabel_ring {
 	u8 *data;
@@ -66,6 +67,7 @@ struct plabel_mm_ref {
 /* Per CPU state of a session; written only on that CPU with irqs off. */
 struct plabel_cpu {
 	struct plabel_ring ring;
+	u64 last_expiry;	/* timer expiry of the last overflow here */
 	struct plabel_mm_ref cache[PLABEL_MM_CACHE];
 	unsigned int cache_next;
 	struct plabel_mm_ref pending[PLABEL_MM_PENDING];
@@ -128,6 +130,7 @@ void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len);
 u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
 void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len);
 void plabel_wr_commit(struct plabel_wr *w);
+bool plabel_ring_dup(struct plabel_ring *r, u64 start, u32 size);
 /* consumer side, under read_lock */
 bool plabel_ring_empty(struct plabel_ring *r);
 ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
