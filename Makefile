@@ -40,6 +40,7 @@ include proto/build.mk
 include libplabel/build.mk
 include tools/build.mk
 include examples/build.mk
+include bench/bench.mk
 include tests/build.mk
 
 all: kmod $(ALL_TARGETS)

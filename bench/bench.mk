@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Benchmarks (included by the top Makefile):
+#   make bench     label cost, sampling overhead beside perf, accuracy beside
+#                  Go's profiler, reader throughput, memory; prints a table
+#                  and writes bench/results.json (see
+#                  Documentation/performance.rst)
+# Not part of make check: it prints figures, it never fails on speed.
+# BENCH_KERNEL (default 6.1) is the VM's kernel; BENCH_REPS (default 3)
+# the runs per overhead configuration.
+
+BENCH_DIR	:= $(B)/bench
+BENCH_CFLAGS	= $(ALL_CFLAGS) -Ilibplabel
+BENCH_SPIN	:= $(BENCH_DIR)/spin
+BENCH_SHARES	:= $(BENCH_DIR)/shares
+BENCH_SHARES_GO	:= $(BENCH_DIR)/shares_go
+BENCH_KMEM	:= $(BENCH_DIR)/kmem
+BENCH_READER	:= $(BENCH_DIR)/reader
+BENCH_KERNEL	?= 6.1
+BENCH_REPS	?= 3
+
+$(BENCH_SPIN): bench/spin.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
+
+$(BENCH_SHARES) $(BENCH_KMEM): $(BENCH_DIR)/%: bench/%.c $(LIB_A) libplabel/plabel.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIB_A) -lpthread
+
+$(BENCH_SHARES_GO): bench/shares_go/main.go bench/shares_go/go.mod
+	@mkdir -p $(@D)
+	cd bench/shares_go && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local \
+		go build -o $(CURDIR)/$@ .
+
+$(BENCH_READER): bench/reader.c $(TOOLS_LIB) $(TOOLS_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -Itools -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
+
+BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_SHARES_GO) \
+		   $(BENCH_KMEM) $(BENCH_READER)
+
+.PHONY: bench bench-bins
+bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(PLABEL_BIN) $(LIB_SO) kmods
+
+bench: bench-bins
+	BENCH_KERNEL=$(BENCH_KERNEL) BENCH_REPS=$(BENCH_REPS) bench/run.sh

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmem: kernel memory the module uses per label set and per labeled task,
+ * measured as the growth of the kernel's slab (/proc/meminfo Slab) while a
+ * known number of them exist.
+ *
+ *   kmem sets N      intern N distinct one-label sets; print
+ *                    "slab_bytes_per_set <bytes>"
+ *   kmem tasks N     start N threads, then have each set its first label;
+ *                    print "slab_bytes_per_labeled_task <bytes>", the slab
+ *                    growth from the labeling alone, per thread
+ *
+ * Slab is counted in KiB and includes everything else the kernel allocates
+ * meanwhile, so N should be in the thousands; the figure is an estimate.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <plabel.h>
+
+static long plabel_kmem_slab_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static pthread_barrier_t plabel_kmem_bar;
+
+static void *plabel_kmem_thread(void *p)
+{
+	char val[32];
+	struct plabel_kv kv = { "task", val };
+
+	snprintf(val, sizeof(val), "t%ld", (long)(size_t)p % 16);
+	pthread_barrier_wait(&plabel_kmem_bar);	/* all started */
+	pthread_barrier_wait(&plabel_kmem_bar);	/* label now */
+	plabel_set(&kv, 1);
+	pthread_barrier_wait(&plabel_kmem_bar);	/* labeled */
+	pthread_barrier_wait(&plabel_kmem_bar);	/* done */
+	return NULL;
+}
+
+/*
+ * Slab growth, in KiB, when n live threads (already counted in the
+ * baseline) each set a label for the first time.
+ */
+static long plabel_kmem_threads(int n)
+{
+	pthread_t *t = calloc(n, sizeof(*t));
+	pthread_attr_t attr;
+	long before, after;
+	int i;
+
+	if (!t)
+		return -1;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_barrier_init(&plabel_kmem_bar, NULL, n + 1);
+	for (i = 0; i < n; i++)
+		if (pthread_create(&t[i], &attr, plabel_kmem_thread,
+				   (void *)(size_t)i))
+			exit(1);
+	pthread_barrier_wait(&plabel_kmem_bar);
+	sleep(1);
+	before = plabel_kmem_slab_kb();
+	pthread_barrier_wait(&plabel_kmem_bar);
+	pthread_barrier_wait(&plabel_kmem_bar);
+	sleep(1);
+	after = plabel_kmem_slab_kb();
+	pthread_barrier_wait(&plabel_kmem_bar);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&plabel_kmem_bar);
+	free(t);
+	return after - before;
+}
+
+int main(int argc, char **argv)
+{
+	int n;
+
+	if (argc != 3 || (n = atoi(argv[2])) < 1) {
+		fprintf(stderr, "usage: kmem sets|tasks N\n");
+		return 2;
+	}
+	if (!plabel_available())
+		fprintf(stderr, "kmem: no plabel module: figures are 0\n");
+	if (!strcmp(argv[1], "sets")) {
+		struct plabel_labels **l = calloc(n, sizeof(*l));
+		char val[32];
+		struct plabel_kv kv = { "set", val };
+		long before, after;
+		int i;
+
+		if (!l)
+			return 1;
+		before = plabel_kmem_slab_kb();
+		for (i = 0; i < n; i++) {
+			snprintf(val, sizeof(val), "v%08d", i);
+			l[i] = plabel_labels_new(&kv, 1);
+			if (!l[i]) {
+				fprintf(stderr, "kmem: set %d: %s\n", i,
+					strerror(errno));
+				return 1;
+			}
+		}
+		sleep(1);
+		after = plabel_kmem_slab_kb();
+		printf("slab_bytes_per_set %ld\n", (after - before) * 1024 / n);
+		for (i = 0; i < n; i++)
+			plabel_labels_free(l[i]);
+		free(l);
+		return 0;
+	}
+	if (!strcmp(argv[1], "tasks")) {
+		printf("slab_bytes_per_labeled_task %ld\n",
+		       plabel_kmem_threads(n) * 1024 / n);
+		return 0;
+	}
+	fprintf(stderr, "usage: kmem sets|tasks N\n");
+	return 2;
+}

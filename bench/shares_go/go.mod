@@ -1,0 +1,3 @@
+module plabel.example/bench/shares
+
+go 1.19

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spin: a fixed CPU-bound workload for the sampling-overhead benchmark.
+ *
+ *   spin --calibrate MS [--threads N]   print the iteration count that takes
+ *                                       about MS ms of wall time here
+ *   spin --iters N [--threads N]        run N iterations on each thread and
+ *                                       print "wall_ns <ns>"
+ *
+ * Each thread walks a chain of a dozen small functions (so call chains have
+ * depth for -g fp and for dwarf snapshots) doing integer arithmetic, no
+ * system calls and no memory traffic beyond its stack. The wall time is
+ * measured from the moment all threads are released to the moment the last
+ * one finishes, so process start-up and the profiler's own start and finish
+ * are not in it.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PLABEL_SPIN_MAX_THREADS	64
+
+static pthread_barrier_t plabel_spin_start;
+static volatile uint64_t plabel_spin_sink;
+
+static uint64_t plabel_spin_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* A chain of distinct frames; depth d ends in the arithmetic. */
+static __attribute__((noinline)) uint64_t plabel_spin_leaf(uint64_t x)
+{
+	int i;
+
+	for (i = 0; i < 64; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return x;
+}
+
+static __attribute__((noinline)) uint64_t plabel_spin_step(uint64_t x, int d)
+{
+	uint64_t r;
+
+	if (d == 0)
+		return plabel_spin_leaf(x);
+	r = plabel_spin_step(x ^ (uint64_t)d, d - 1);
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+struct plabel_spin_arg {
+	uint64_t iters;
+	uint64_t out;
+};
+
+static void *plabel_spin_thread(void *p)
+{
+	struct plabel_spin_arg *a = p;
+	uint64_t i, x = (uint64_t)(uintptr_t)a;
+
+	pthread_barrier_wait(&plabel_spin_start);
+	for (i = 0; i < a->iters; i++)
+		x = plabel_spin_step(x + i, (int)(i % 12));
+	a->out = x;
+	return NULL;
+}
+
+static uint64_t plabel_spin_run(int nthreads, uint64_t iters)
+{
+	pthread_t tids[PLABEL_SPIN_MAX_THREADS];
+	struct plabel_spin_arg args[PLABEL_SPIN_MAX_THREADS];
+	uint64_t t0;
+	int i;
+
+	pthread_barrier_init(&plabel_spin_start, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		args[i].iters = iters;
+		if (pthread_create(&tids[i], NULL, plabel_spin_thread,
+				   &args[i])) {
+			fprintf(stderr, "spin: pthread_create failed\n");
+			exit(1);
+		}
+	}
+	pthread_barrier_wait(&plabel_spin_start);
+	t0 = plabel_spin_now();
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(tids[i], NULL);
+		plabel_spin_sink += args[i].out;
+	}
+	pthread_barrier_destroy(&plabel_spin_start);
+	return plabel_spin_now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t iters = 0, cal_ms = 0;
+	int nthreads = 4, i;
+
+	for (i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--threads"))
+			nthreads = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--iters"))
+			iters = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--calibrate"))
+			cal_ms = strtoull(argv[i + 1], NULL, 0);
+	}
+	if (nthreads < 1 || nthreads > PLABEL_SPIN_MAX_THREADS ||
+	    (!iters && !cal_ms)) {
+		fprintf(stderr, "usage: spin --calibrate MS | --iters N [--threads N]\n");
+		return 2;
+	}
+	if (cal_ms) {
+		uint64_t n = 1000, ns;
+
+		for (;;) {
+			ns = plabel_spin_run(nthreads, n);
+			if (ns >= 100000000ULL || n > (1ULL << 40))
+				break;
+			n *= 4;
+		}
+		printf("%llu\n", (unsigned long long)
+		       (n * (cal_ms * 1000000ULL) / (ns ? ns : 1)));
+		return 0;
+	}
+	printf("wall_ns %llu\n",
+	       (unsigned long long)plabel_spin_run(nthreads, iters));
+	return 0;
+}

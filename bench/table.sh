@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench/table.sh FILE: the table `make bench` prints, from the "key value"
+# lines bench/run.sh collected.
+
+set -u
+awk '
+{ v[$1] = $2 }
+function g(k) { return (k in v) ? v[k] : "-" }
+function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
+	sprintf("%.2f", v[a] / v[b]) : "-" }
+END {
+	printf "machine: %s cpus %s, kernel %s, load %s -> %s; VM: %s vCPUs, kernel %s\n\n", \
+		g("machine.cpu_model"), g("machine.host_cpus"), \
+		g("machine.host_kernel"), g("machine.loadavg_before"), \
+		g("machine.loadavg_after"), g("vm.ncpus"), g("vm.kernel")
+
+	print "1. label cost, ns/op (allocs/op)            host            vm"
+	n = split("plabel_switch plabel_set_cached plabel_do_cached plabel_new_set go_setgoroutinelabels go_pprof_do", ops, " ")
+	for (i = 1; i <= n; i++)
+		printf "   %-36s %8s (%s) %8s (%s)\n", ops[i], \
+			g("labels.host." ops[i] ".ns"), g("labels.host." ops[i] ".allocs"), \
+			g("labels.vm." ops[i] ".ns"), g("labels.vm." ops[i] ".allocs")
+	printf "   %-36s %8s        %8s     (goal <= 1)\n", "switch / SetGoroutineLabels", \
+		g("labels.host.ratio_switch_vs_go"), g("labels.vm.ratio_switch_vs_go")
+	printf "   %-36s %8s        %8s     (goal <= 0.5)\n\n", "plabel_do / pprof.Do", \
+		g("labels.host.ratio_do_vs_go"), g("labels.vm.ratio_do_vs_go")
+
+	printf "2. sampling overhead (VM, %s threads, median of runs): slowdown vs no profiler\n", g("overhead.threads")
+	print "   mode   Hz     plabel    perf   plabel/perf  handler ns/sample  samples/run  lost"
+	split("fp dwarf", modes, " ")
+	split("99 999 4999", rates, " ")
+	for (m = 1; m <= 2; m++)
+		for (h = 1; h <= 3; h++) {
+			p = "overhead.plabel_" modes[m] "_" rates[h]
+			q = "overhead.perf_" modes[m] "_" rates[h]
+			printf "   %-5s %5s  %7s %7s  %11s  %17s  %11s  %4s\n", \
+				modes[m], rates[h], g(p ".slowdown"), g(q ".slowdown"), \
+				r(p ".slowdown", q ".slowdown"), \
+				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
+				g(p ".lost_per_run")
+		}
+	print ""
+
+	print "3. accuracy: worst label-share error, percentage points, vs the kernel (goal < 2)"
+	for (k in v)
+		if (k ~ /^accuracy\..*\.worst_error_points$/) {
+			name = k; sub(/^accuracy\./, "", name); sub(/\.worst_error_points$/, "", name)
+			printf "   %-22s %6s\n", name, v[k]
+		}
+	print ""
+
+	print "4. reader (host): stream -> pprof file"
+	print "   mode   samples  samples/s   pprof bytes  peak RSS KiB"
+	split("fp dwarf", modes, " ")
+	for (m = 1; m <= 2; m++)
+		printf "   %-5s %8s %10s %13s %13s\n", modes[m], \
+			g("reader." modes[m] ".samples"), g("reader." modes[m] ".samples_per_sec"), \
+			g("reader." modes[m] ".pprof_bytes"), g("reader." modes[m] ".maxrss_kb")
+	printf "   10 kHz x 64 CPUs = 640000 samples/s; fp reader / that = %s (goal >= 1; 1M/s goal ratio %s)\n\n", \
+		("reader.fp.samples_per_sec" in v) ? sprintf("%.2f", v["reader.fp.samples_per_sec"] / 640000) : "-", \
+		("reader.fp.samples_per_sec" in v) ? sprintf("%.2f", v["reader.fp.samples_per_sec"] / 1000000) : "-"
+
+	print "5. memory (VM)"
+	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")
+	printf "   kernel slab bytes per labeled task     %s\n", g("memory.slab_bytes_per_labeled_task")
+	printf "   kernel vmalloc bytes per ring (per CPU) %s (ring_kb %s)\n", g("memory.vmalloc_bytes_per_ring"), g("memory.ring_kb_sysctl")
+	printf "   plabel record peak RSS KiB, fp/dwarf 999 Hz  %s / %s\n", \
+		g("memory.record_fp_999hz_maxrss_kb"), g("memory.record_dwarf_999hz_maxrss_kb")
+}' "$1"

@@ -1,0 +1,207 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench/vm.sh: the benchmarks that need the module, run inside the VM by
+# bench/run.sh (scripts/plabel-vm --kernel 6.1 -- bench/vm.sh). Writes
+# "key value" lines to $PLABEL_TEST_OUT/vm.txt and the raw outputs beside
+# it. Prints figures only; a slow run is not a failure.
+#
+# PLABEL_BENCH_REPS (default 3) runs of every overhead configuration, interleaved;
+# PLABEL_BENCH_SPIN_MS (default 1500) the unprofiled workload's wall time.
+
+set -u
+OUT=${PLABEL_TEST_OUT:-/tmp/bench-out}
+mkdir -p "$OUT"
+R=$OUT/vm.txt
+: >"$R"
+B=build/bench
+PLABEL=${PLABEL:-/usr/local/bin/plabel}
+DBG=/sys/kernel/debug/plabel
+REPS=${PLABEL_BENCH_REPS:-3}
+SPIN_MS=${PLABEL_BENCH_SPIN_MS:-1500}
+THREADS=4
+TMP=/tmp/bench
+mkdir -p "$TMP"
+export HOME=/root GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+
+emit() { echo "$1 $2" >>"$R"; }
+log() { echo "bench-vm: $*" >&2; }
+dbg() { cat "$DBG/$1" 2>/dev/null || echo 0; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
+
+PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy memory}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+emit vm.kernel "$(uname -r)"
+emit vm.ncpus "$(nproc)"
+
+# --- 1. label cost ------------------------------------------------------
+want labels && log "label cost" &&
+$B/label_cost --ms 100 --go bench/label_cost_go >"$OUT/label_cost.txt" 2>&1
+
+# --- 2. sampling overhead ------------------------------------------------
+log "calibrating the workload to ${SPIN_MS} ms"
+ITERS=$($B/spin --calibrate "$SPIN_MS" --threads $THREADS)
+emit overhead.iters "$ITERS"
+emit overhead.threads "$THREADS"
+SPIN="$B/spin --iters $ITERS --threads $THREADS"
+if want overhead; then
+
+# run_one NAME CMD..: one timed run; appends wall ns to $TMP/NAME.wall
+run_one() {
+	local name=$1 c0 n0 s0 l0 w
+	shift
+	c0=$(dbg handler_calls); n0=$(dbg handler_ns_total)
+	s0=$(dbg samples); l0=$(dbg lost)
+	w=$("$@" 2>>"$TMP/$name.err" | awk '$1 == "wall_ns" { print $2 }')
+	echo "${w:-nan}" >>"$TMP/$name.wall"
+	case $name in
+	plabel_*)
+		echo "$(( $(dbg handler_calls) - c0 )) $(( $(dbg handler_ns_total) - n0 ))" \
+			>>"$TMP/$name.handler"
+		echo "$(( $(dbg samples) - s0 )) $(( $(dbg lost) - l0 ))" \
+			>>"$TMP/$name.samples"
+		;;
+	esac
+}
+
+CONFIGS="none"
+for hz in 99 999 4999; do
+	CONFIGS="$CONFIGS plabel_fp_$hz plabel_dwarf_$hz perf_fp_$hz perf_dwarf_$hz"
+done
+have_perf=1
+perf --version >/dev/null 2>&1 || have_perf=0
+emit overhead.perf_version "$(perf --version 2>/dev/null | tr ' ' _ || echo none)"
+
+for rep in $(seq "$REPS"); do
+	for cfg in $CONFIGS; do
+		log "overhead run $rep/$REPS: $cfg"
+		hz=${cfg##*_}
+		case $cfg in
+		none) run_one none $SPIN ;;
+		plabel_fp_*) run_one "$cfg" "$PLABEL" record -F "$hz" -g fp \
+				-o "$TMP/p" -- $SPIN ;;
+		plabel_dwarf_*) run_one "$cfg" "$PLABEL" record -F "$hz" \
+				-g dwarf -o "$TMP/p" -- $SPIN ;;
+		perf_fp_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q \
+				-F "$hz" -g -o "$TMP/perf.data" -- $SPIN ;;
+		perf_dwarf_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q \
+				-F "$hz" --call-graph dwarf \
+				-o "$TMP/perf.data" -- $SPIN ;;
+		esac
+		rm -f "$TMP/perf.data"
+	done
+done
+
+base=$(median <"$TMP/none.wall")
+emit overhead.none.wall_ns "$base"
+for cfg in $CONFIGS; do
+	[ -s "$TMP/$cfg.wall" ] || continue
+	m=$(median <"$TMP/$cfg.wall")
+	emit "overhead.$cfg.wall_ns" "$m"
+	emit "overhead.$cfg.runs" "$(paste -sd, "$TMP/$cfg.wall")"
+	[ "$cfg" = none ] && continue
+	emit "overhead.$cfg.slowdown" \
+		"$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%.4f", m / b }')"
+	if [ -s "$TMP/$cfg.handler" ]; then
+		emit "overhead.$cfg.handler_ns_per_call" "$(awk '
+			{ c += $1; n += $2 }
+			END { printf "%.0f", c ? n / c : 0 }' "$TMP/$cfg.handler")"
+		emit "overhead.$cfg.samples_per_run" \
+			"$(awk '{ print $1 }' "$TMP/$cfg.samples" | median)"
+		emit "overhead.$cfg.lost_per_run" \
+			"$(awk '{ print $2 }' "$TMP/$cfg.samples" | median)"
+	fi
+done
+cat "$TMP"/*.err >"$OUT/overhead.err" 2>/dev/null
+fi
+
+# --- 3. accuracy ---------------------------------------------------------
+# share_errors RUN_OUTPUT PROFILE NAME: each label's share in PROFILE and
+# in the cpu_ns lines of RUN_OUTPUT ("key value" lines on stdout), then the
+# worst error in percentage points.
+share_errors() {
+	local run=$1 prof=$2 name=$3
+	go tool pprof -tags "$prof" 2>/dev/null >"$OUT/$name.tags"
+	awk -v name="$name" '
+		FNR == NR && $1 == "thread" { k[$2] = $4; kt += $4; next }
+		FNR == NR { next }
+		$1 == "share:" { on = 1; next }
+		on && $2 == "Total" { on = 0 }
+		on && $NF ~ /^t[0-9]+$/ {
+			p = $0; sub(/.*\(/, "", p); sub(/%\).*/, "", p)
+			s[$NF] = p; st += p
+		}
+		END {
+			worst = kt ? 0 : 100
+			for (t in k) {
+				kp = 100 * k[t] / kt
+				pp = st ? 100 * s[t] / st : 0
+				e = pp - kp; if (e < 0) e = -e
+				if (e > worst) worst = e
+				printf "accuracy.%s.%s.kernel_pct %.2f\n", \
+					name, t, kp
+				printf "accuracy.%s.%s.profile_pct %.2f\n", \
+					name, t, pp
+			}
+			printf "worst %.2f\n", worst
+		}' "$run" "$OUT/$name.tags"
+}
+
+# acc NAME CMD..: REPS runs of CMD (which writes $TMP/$NAME.pb.gz); the
+# first run's shares and every run's worst error are kept, the median
+# worst error is the figure.
+acc() {
+	local name=$1 rep
+	shift
+	for rep in $(seq "$REPS"); do
+		log "accuracy run $rep/$REPS: $name"
+		"$@" >"$OUT/$name.run" 2>"$OUT/$name.err"
+		share_errors "$OUT/$name.run" "$TMP/$name.pb.gz" "$name" \
+			>"$TMP/$name.acc"
+		[ "$rep" = 1 ] && grep -v '^worst ' "$TMP/$name.acc" >>"$R"
+		awk '$1 == "worst" { print $2 }' "$TMP/$name.acc" \
+			>>"$TMP/$name.worst"
+		[ -s "$OUT/$name.run" ] && cp "$OUT/$name.run" "$OUT/$name.run.$rep"
+	done
+	emit "accuracy.$name.worst_error_points" "$(median <"$TMP/$name.worst")"
+	emit "accuracy.$name.worst_error_runs" "$(paste -sd, "$TMP/$name.worst")"
+}
+
+# plabel_shares N UNIT_MS HZ NAME: record bench/shares with plabel
+plabel_shares() {
+	"$PLABEL" record -F "$3" -o "$TMP/$4" -- $B/shares --threads "$1" \
+		--unit-ms "$2" && cp "$TMP/$4/cpu.pb.gz" "$TMP/$4.pb.gz"
+}
+
+if want accuracy; then
+	acc plabel_4t_99hz plabel_shares 4 400 99 plabel_4t_99hz
+	acc plabel_4t_999hz plabel_shares 4 400 999 plabel_4t_999hz
+	acc go_4t_100hz $B/shares_go -o "$TMP/go_4t_100hz.pb.gz" \
+		-threads 4 -unit-ms 400
+	acc plabel_8t_999hz plabel_shares 8 100 999 plabel_8t_999hz
+	acc go_8t_100hz $B/shares_go -o "$TMP/go_8t_100hz.pb.gz" \
+		-threads 8 -unit-ms 100
+fi
+
+# --- 5. memory -----------------------------------------------------------
+want memory || { log "done"; exit 0; }
+log "memory"
+echo 65536 >/proc/sys/kernel/plabel/max_sets_per_user 2>/dev/null
+$B/kmem sets 4000 | while read -r k v; do emit "memory.$k" "$v"; done
+$B/kmem tasks 1000 | while read -r k v; do emit "memory.$k" "$v"; done
+emit memory.ring_kb_sysctl "$(cat /proc/sys/kernel/plabel/ring_kb)"
+vm0=$(awk '$1 == "VmallocUsed:" { print $2 }' /proc/meminfo)
+"$PLABEL" record -F 99 -o "$TMP/ring" -- sleep 3 >/dev/null 2>&1 &
+sleep 2
+vm1=$(awk '$1 == "VmallocUsed:" { print $2 }' /proc/meminfo)
+wait
+emit memory.vmalloc_bytes_per_ring $(( (vm1 - vm0) * 1024 / $(nproc) ))
+/usr/bin/time -f "%M" -o "$TMP/rss" "$PLABEL" record -F 999 -g dwarf \
+	-o "$TMP/rss_out" -- $SPIN >/dev/null 2>&1
+emit memory.record_dwarf_999hz_maxrss_kb "$(tail -n 1 "$TMP/rss")"
+/usr/bin/time -f "%M" -o "$TMP/rss" "$PLABEL" record -F 999 -g fp \
+	-o "$TMP/rss_out" -- $SPIN >/dev/null 2>&1
+emit memory.record_fp_999hz_maxrss_kb "$(tail -n 1 "$TMP/rss")"
+log "done"
+exit 0
