@@ -552,7 +552,57 @@ struct plabel_build {
 	struct plabel_prof *prof;
 	struct plabel_loc_cache lc;
 	uint64_t kmap;		/* kernel mapping id */
+	uint64_t *uses;		/* frames per user mapping id */
+	size_t nuses;
 };
+
+/* Count a frame in user mapping mid, for plabel_main_mapping(). */
+static void plabel_count_use(struct plabel_build *b, uint64_t mid)
+{
+	if (mid >= b->nuses) {
+		size_t n = b->nuses ? b->nuses : 16;
+		uint64_t *u;
+
+		while (n <= mid)
+			n *= 2;
+		u = realloc(b->uses, n * sizeof(*u));
+		if (!u)
+			return;	/* only a hint for which file is main */
+		memset(u + b->nuses, 0, (n - b->nuses) * sizeof(*u));
+		b->uses = u;
+		b->nuses = n;
+	}
+	b->uses[mid]++;
+}
+
+/*
+ * The main binary: the user mapping with the most frames that is not a
+ * shared library, else the one with the most frames.
+ */
+static void plabel_main_mapping(struct plabel_build *b)
+{
+	uint64_t best = 0, best_exe = 0;
+	size_t i, n = plabel_prof_num_mappings(b->prof);
+
+	for (i = 0; i < n; i++) {
+		struct plabel_prof_mapping_info mi;
+		const char *base;
+
+		plabel_prof_get_mapping(b->prof, i, &mi);
+		if (mi.id >= b->nuses || !b->uses[mi.id])
+			continue;
+		if (!best || b->uses[mi.id] > b->uses[best])
+			best = mi.id;
+		base = strrchr(mi.file, '/');
+		base = base ? base + 1 : mi.file;
+		if (strstr(base, ".so") || base[0] == '[')
+			continue;
+		if (!best_exe || b->uses[mi.id] > b->uses[best_exe])
+			best_exe = mi.id;
+	}
+	if (best_exe || best)
+		plabel_prof_set_main_mapping(b->prof, best_exe ? best_exe : best);
+}
 
 static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 {
@@ -594,6 +644,7 @@ static uint64_t plabel_user_loc(struct plabel_build *b,
 					  plabel_elf_build_id(m->elf) : NULL);
 		if (!mid)
 			return 0;
+		plabel_count_use(b, mid);
 	}
 	slot = plabel_loc_slot(&b->lc, mid, ip);
 	if (!slot)
@@ -705,6 +756,9 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	}
 	free(locs);
 	free(b.lc.ents);
+	if (!ret)
+		plabel_main_mapping(&b);
+	free(b.uses);
 	if (ret)
 		return ret;
 	snprintf(comment, sizeof(comment), "lost records: %" PRIu64,

@@ -202,6 +202,7 @@ struct plabel_prof {
 
 	struct plabel_pmap *maps;
 	size_t nmaps, capmaps;
+	size_t main_map;	/* index of the mapping written first */
 	struct plabel_hmap map_key_h, map_id_h;
 
 	struct plabel_pfunc *funcs;
@@ -339,6 +340,19 @@ void plabel_prof_free(struct plabel_prof *p)
 	plabel_hmap_free(&p->loc_id_h);
 	plabel_hmap_free(&p->sample_h);
 	free(p);
+}
+
+int plabel_prof_set_main_mapping(struct plabel_prof *p, uint64_t mapping_id)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmaps; i++) {
+		if (p->maps[i].id == mapping_id) {
+			p->main_map = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
@@ -849,7 +863,9 @@ static int plabel_enc_build(const struct plabel_prof *p, struct plabel_enc *e)
 	e->prof.sample = e->sp;
 
 	for (i = 0; i < p->nmaps; i++) {
-		const struct plabel_pmap *pm = &p->maps[i];
+		/* the main binary first: viewers take mapping[0] for it */
+		size_t k = i == 0 ? p->main_map : i <= p->main_map ? i - 1 : i;
+		const struct plabel_pmap *pm = &p->maps[k];
 		Perftools__Profiles__Mapping *m = &e->m[i];
 
 		perftools__profiles__mapping__init(m);

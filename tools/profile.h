@@ -79,6 +79,12 @@ int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
 uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 			     uint64_t limit, uint64_t offset, const char *file,
 			     const char *build_id);
+/*
+ * The mapping of the main binary, written first (pprof viewers print its
+ * file as the profile's "File:"); by default the first one added.
+ * -ENOENT if there is no such mapping.
+ */
+int plabel_prof_set_main_mapping(struct plabel_prof *p, uint64_t mapping_id);
 
 /*
  * A location: mapping_id (0 if none) and address, with nlines source lines

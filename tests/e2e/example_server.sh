@@ -43,6 +43,7 @@ check_pct endpoint /api/search 30 8
 check_pct endpoint /api/users 10 6
 check_pct tenant acme 50 10
 check_pct tenant globex 50 10
+t_ok "the profile names the server as its main file" grep -q "^File: server$" "$D.txt"
 t_ok "render_report is the top function" \
 	sh -c 'grep -A1 " flat  flat%" "$1" | tail -1 | grep -q " render_report$"' \
 	- "$D.txt"

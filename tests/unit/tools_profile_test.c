@@ -307,6 +307,46 @@ TEST(builder_dedup_and_errors)
 	plabel_prof_free(p);
 }
 
+TEST(main_mapping_written_first)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 1000), *q;
+	struct plabel_prof_mapping_info mi;
+	struct plabel_prof_location_info li;
+	struct plabel_prof_line l = { "main", "app.c", 3 };
+	uint64_t kmap, libc, app, loc;
+	const char *err;
+	uint8_t *buf;
+	size_t len;
+
+	ASSERT_NE(NULL, p);
+	kmap = plabel_prof_mapping(p, 0xffffffff80000000ULL, UINT64_MAX, 0,
+				   "[kernel.kallsyms]", NULL);
+	libc = plabel_prof_mapping(p, 0x7f0000000000, 0x7f0000100000, 0,
+				   "/usr/lib/libc.so.6", NULL);
+	app = plabel_prof_mapping(p, 0x400000, 0x500000, 0, "/usr/bin/app",
+				  NULL);
+	loc = plabel_prof_location(p, app, 0x401000, &l, 1);
+	ASSERT_EQ(0, plabel_prof_sample(p, &loc, 1, NULL, 0, -1, -1, 1, 1000));
+	EXPECT_EQ(-ENOENT, plabel_prof_set_main_mapping(p, 99));
+	ASSERT_EQ(0, plabel_prof_set_main_mapping(p, app));
+	ASSERT_EQ(0, plabel_prof_encode(p, &buf, &len));
+	ASSERT_EQ(0, plabel_prof_decode(buf, len, &q, &err));
+	/* written first, the others after it in their order; ids unchanged */
+	ASSERT_EQ(3, plabel_prof_num_mappings(q));
+	plabel_prof_get_mapping(q, 0, &mi);
+	EXPECT_EQ(app, mi.id);
+	EXPECT_STREQ("/usr/bin/app", mi.file);
+	plabel_prof_get_mapping(q, 1, &mi);
+	EXPECT_EQ(kmap, mi.id);
+	plabel_prof_get_mapping(q, 2, &mi);
+	EXPECT_EQ(libc, mi.id);
+	ASSERT_EQ(0, plabel_prof_find_location(q, loc, &li));
+	EXPECT_EQ(app, li.mapping_id);
+	free(buf);
+	plabel_prof_free(p);
+	plabel_prof_free(q);
+}
+
 TEST(threadcreate_kind)
 {
 	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_THREADCREATE, 0), *q;
