@@ -129,9 +129,19 @@ static struct plabel_set *plabel_slot_set_rcu(u64 id)
 
 struct plabel_set *plabel_current_set_rcu(void)
 {
-	struct plabel_task *e = plabel_task_find(current);
+	struct plabel_task *e;
 	u64 slot, id;
 
+	/*
+	 * Kernel threads carry no labels, and one of them must not be looked
+	 * up from interrupt context: the table's resize (rht_deferred_worker,
+	 * a kworker) points a moved entry at its new chain before unlinking
+	 * it from the old one, so a lookup interrupting that worker on its
+	 * own CPU restarts forever (seen as an RCU stall and soft lockup).
+	 */
+	if (current->flags & PF_KTHREAD)
+		return NULL;
+	e = plabel_task_find(current);
 	if (!e)
 		return NULL;
 	slot = READ_ONCE(e->slot);
