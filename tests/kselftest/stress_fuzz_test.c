@@ -1375,7 +1375,7 @@ TEST(thread_storm)
 
 	ncr = ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu;
 	t0 = fz_now_ns();
-	s.deadline = t0 + 10000000000ull;
+	s.deadline = t0 + 8000000000ull;
 	for (i = 0; i < ncr; i++)
 		ASSERT_EQ(0, pthread_create(&creators[i], NULL,
 					    fz_storm_creator, &s));
@@ -1463,7 +1463,7 @@ TEST(task_table_resize_while_sampling)
 	ASSERT_EQ(0, pthread_create(&rth, NULL, fz_storm_reader, &r));
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	for (round = 0; round < 40 && fz_now_ns() - t0 < 6000000000ull;
+	for (round = 0; round < 40 && fz_now_ns() - t0 < 4000000000ull;
 	     round++) {
 		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, FZ_BURST + 1));
 		for (i = 0; i < FZ_BURST; i++)
