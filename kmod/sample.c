@@ -119,8 +119,21 @@ static void plabel_user_regs_copy(u64 *r, struct pt_regs *uregs)
 	r[PLABEL_REG_RIP] = uregs->ip;
 }
 
+/*
+ * Whether a record carries the user registers and a stack snapshot: in
+ * dwarf mode always; in fp mode for thread creations too, whose stack runs
+ * through the C library's clone wrappers, which keep no frame pointers
+ * (creations are rare, so the reader can afford to unwind them).
+ */
+static bool plabel_wants_snap(struct plabel_session *s, u32 type)
+{
+	return s->callchain == PLABEL_CALLCHAIN_DWARF ||
+	       (s->callchain == PLABEL_CALLCHAIN_FP &&
+		type == PLABEL_REC_THREAD);
+}
+
 /* Largest record plabel_emit_chain() may write for session s. */
-static u32 plabel_chain_max(struct plabel_session *s, bool kernel)
+static u32 plabel_chain_max(struct plabel_session *s, bool kernel, bool snap)
 {
 	u32 max = sizeof(struct plabel_rec_sample);
 
@@ -130,7 +143,7 @@ static u32 plabel_chain_max(struct plabel_session *s, bool kernel)
 		max += s->max_stack * sizeof(u64);
 	else
 		max += sizeof(u64);
-	if (s->callchain == PLABEL_CALLCHAIN_DWARF)
+	if (snap)
 		max += PLABEL_REGS_NR * sizeof(u64) + s->stack_size;
 	return ALIGN(max, 8);
 }
@@ -145,9 +158,10 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct pt_regs *kregs, struct pt_regs *uregs,
 			      struct plabel_wr *wp)
 {
+	bool snap = plabel_wants_snap(s, rec->hdr.type);
 	struct plabel_wr w;
 
-	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs)))
+	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs, snap)))
 		return false;
 	plabel_wr_put(&w, rec, sizeof(*rec));
 	if (kregs)
@@ -164,8 +178,7 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			rec->nr_user = 1;
 		}
 	}
-	if (uregs && s->callchain == PLABEL_CALLCHAIN_DWARF &&
-	    user_64bit_mode(uregs)) {
+	if (uregs && snap && user_64bit_mode(uregs)) {
 		u64 regs[PLABEL_REGS_NR];
 
 		plabel_user_regs_copy(regs, uregs);

@@ -393,7 +393,8 @@ static int plabel_add_sample(struct plabel_collect *c,
 				     PLABEL_MAX_FRAMES);
 		if (nunw == -ENOMEM)
 			return nunw;
-		if (nunw > 0) {
+		/* the snapshot's unwinding, unless the kernel's chain is longer */
+		if (nunw > 0 && (size_t)nunw >= nu) {
 			user = c->ipbuf;
 			nu = nunw;
 		}

@@ -3,7 +3,8 @@
 #
 # plabel record on a program whose two threads label themselves through
 # libplabel: worker=alpha does three times the work of worker=beta.
-# The CPU profile must split 3:1 by label, attribute each burn function to
+# The CPU profile must split by label as the kernel accounted the workers'
+# CPU time, attribute each burn function to
 # its own label, and the thread-create profile must show spawn_workers()
 # creating the threads under phase=spawn.
 
@@ -22,8 +23,21 @@ a=$(e2e_tag_pct "$D/cpu.pb.gz" worker alpha)
 b=$(e2e_tag_pct "$D/cpu.pb.gz" worker beta)
 echo "# worker=alpha $a%, worker=beta $b%"
 t_ok "alpha and beta sampled" e2e_between "$b" 1 100
-ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { print (b > 0 ? a / b : 0) }')
-t_ok "alpha:beta is 3:1 (got $ratio)" e2e_between "$ratio" 2.2 4.0
+# The split must match the CPU time the kernel accounted to each worker
+# (printed by the program); both ways of counting see the same emulated
+# clock, which the work done (3:1) need not. The session test holds the
+# module to 5 points; through the whole tool, on an emulated CPU shared
+# with the host's other work, 7.
+ca=$(sed -n 's/.*cpu_ns alpha=\([0-9]*\) beta=.*/\1/p' "$D.log")
+cb=$(sed -n 's/.*cpu_ns alpha=[0-9]* beta=\([0-9]*\).*/\1/p' "$D.log")
+want=$(awk -v a="${ca:-0}" -v b="${cb:-0}" \
+	'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -100) }')
+got=$(awk -v a="$a" -v b="$b" 'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : 0) }')
+echo "# alpha's share: $got% of labeled samples, $want% of the workers' CPU time"
+t_ok "alpha's sample share matches its CPU time share within 7 points" \
+	e2e_between "$(awk -v g="$got" -v w="$want" 'BEGIN { print g - w }')" -7 7
+t_ok "alpha, doing 3x the work, got more CPU than beta" \
+	e2e_between "$want" 55 100
 
 top_a=$(e2e_pprof -tagfocus worker=alpha -top "$D/cpu.pb.gz")
 top_b=$(e2e_pprof -tagfocus worker=beta -top "$D/cpu.pb.gz")
@@ -47,9 +61,14 @@ t_ok "plabel's own code before the exec left out" \
 t_ok "two threads created under phase=spawn" \
 	e2e_between "$(e2e_pprof -tags "$D/threadcreate.pb.gz" |
 		awk '$1 == "phase:" { p = 1; next } p && $NF == "spawn" { print $1; exit }')" 2 2
-
 # Thread creation goes through libc's pthread_create and clone3, which have
-# no frame pointers: -g dwarf gets the creating function.
+# no frame pointers: creation records carry a stack snapshot in fp mode
+# too, so the creating function is there.
+e2e_pprof -traces "$D/threadcreate.pb.gz" | sed 's/^/# /'
+t_ok "fp: thread creation by spawn_workers under phase=spawn" \
+	e2e_trace "$D/threadcreate.pb.gz" "phase: +spawn" \
+	"__clone3|clone3|pthread_create.*" spawn_workers main
+
 D=$E2E_OUT/workers-dwarf
 t_ok "record -g dwarf exits 0" e2e_record "$D" -F 250 -g dwarf -- "$E2E_BIN/workers" 200
 e2e_pprof -traces "$D/threadcreate.pb.gz" | sed 's/^/# /'
