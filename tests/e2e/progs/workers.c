@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Two labeled workers: alpha does three times the work beta does, each in
- * its own function, each under its own label set. Work, not CPU time as the
- * guest clock tells it: under an emulator a vCPU the host does not run
- * still sees its clock advance, so only work gives a steady 3:1. The
+ * its own function, each under its own label set. Under an emulator a vCPU
+ * the host does not run still sees its clock advance, so the CPU-time split
+ * can stray from 3:1; each worker's CPU time, as the kernel accounted it,
+ * is printed at exit ("cpu_ns alpha=N beta=N") for the test to compare the
+ * samples' label split with. The
  * threads are created by spawn_workers() under phase=spawn, which the
  * thread-create profile must show. Usage: workers [MS_OF_BETA] (default
  * 400, calibrated at start).
@@ -18,6 +20,7 @@ static volatile uint64_t plabel_sink;
 struct worker {
 	const char *name;
 	uint64_t rounds;
+	int64_t cpu_ns;		/* the thread's CPU time, as the kernel counts it */
 };
 
 static uint64_t plabel_step(uint64_t x, uint64_t a, uint64_t c)
@@ -73,6 +76,7 @@ static void *worker_main(void *arg)
 		burn_alpha(w->rounds);
 	else
 		burn_beta(w->rounds);
+	w->cpu_ns = plabel_e2e_cpu_ns();
 	return NULL;
 }
 
@@ -93,13 +97,15 @@ int main(int argc, char **argv)
 	uint64_t ms = argc > 1 ? atoi(argv[1]) : 400;
 	uint64_t per_ms = plabel_calibrate();
 	struct worker w[2] = {
-		{ "alpha", 3 * ms * per_ms },
-		{ "beta", ms * per_ms },
+		{ "alpha", 3 * ms * per_ms, 0 },
+		{ "beta", ms * per_ms, 0 },
 	};
 	pthread_t t[2];
 
 	spawn_workers(w, t);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
+	printf("cpu_ns alpha=%lld beta=%lld\n", (long long)w[0].cpu_ns,
+	       (long long)w[1].cpu_ns);
 	return 0;
 }
