@@ -1564,15 +1564,29 @@ TEST(unload_with_labeled_threads)
 		TH_LOG("delete_module: %s", strerror(errno));
 	close(fd);
 
-	/* Closed: it unloads under the labeled daemon. */
+	/*
+	 * Closed: it unloads under the labeled daemon. The daemon is held
+	 * stopped, its labeled threads alive, while the module's tracepoint
+	 * probes go and come: patching the tracepoint sites in do_exit()
+	 * while other vCPUs run through them has crashed qemu's emulated
+	 * CPUs (a stale int3 after the patch completed), which real CPUs
+	 * never do. Threads start and end again right after.
+	 */
+	ASSERT_EQ(0, kill(d1, SIGSTOP));
 	ASSERT_EQ(0, syscall(__NR_delete_module, "plabel", O_NONBLOCK))
 		TH_LOG("delete_module: %s", strerror(errno));
 	EXPECT_NE(0, access(PLABEL_DEVICE, F_OK));
-	/* The daemon lives on, then dies with no module around. */
+	/* The daemon lives on, its threads starting and ending unlabeled. */
+	EXPECT_EQ(0, kill(d1, SIGCONT));
+	usleep(100000);
 	EXPECT_EQ(0, kill(d1, 0));
+	EXPECT_EQ(0, kill(d1, SIGSTOP));
 	ASSERT_EQ(0, syscall(__NR_finit_module, kfd, "", 0))
 		TH_LOG("finit_module %s: %s", ko, strerror(errno));
 	close(kfd);
+	/* and on with the module back, which knows nothing of them */
+	EXPECT_EQ(0, kill(d1, SIGCONT));
+	usleep(100000);
 	EXPECT_EQ(0, kill(d1, SIGKILL));
 	EXPECT_EQ(d1, waitpid(d1, &status, 0));
 	/* devtmpfs creates the node; give udev-less systems a moment. */
