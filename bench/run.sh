@@ -60,7 +60,7 @@ label_keys() {
 				if (k != "") printf "labels.%s.%s %s\n", w, k, $NF
 			}
 		}
-		/module|in-process/ { m = $0; gsub(/[^A-Za-z]+/, "_", m)
+		/ mode$/ { m = $0; gsub(/[^A-Za-z]+/, "_", m)
 				      printf "labels.%s.mode %s\n", w, m }' "$1"
 }
 label_keys "$O/label_cost_host.txt" host >>"$R"

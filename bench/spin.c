@@ -5,7 +5,8 @@
  *   spin --calibrate MS [--threads N]   print the iteration count that takes
  *                                       about MS ms of wall time here
  *   spin --iters N [--threads N]        run N iterations on each thread and
- *                                       print "wall_ns <ns>"
+ *                                       print "wall_ns <ns>" and "cpu_ns <ns>"
+ *                                       (the process's user + system time)
  *
  * Each thread walks a chain of a dozen small functions (so call chains have
  * depth for -g fp and for dwarf snapshots) doing integer arithmetic, no
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define PLABEL_SPIN_MAX_THREADS	64
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
 {
 	uint64_t iters = 0, cal_ms = 0;
 	int nthreads = 4, i;
+	struct rusage ru;
 
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--threads"))
@@ -131,5 +134,9 @@ int main(int argc, char **argv)
 	}
 	printf("wall_ns %llu\n",
 	       (unsigned long long)plabel_spin_run(nthreads, iters));
+	getrusage(RUSAGE_SELF, &ru);
+	printf("cpu_ns %llu\n", (unsigned long long)
+	       ((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL));
 	return 0;
 }

@@ -8,6 +8,7 @@ set -u
 awk '
 { v[$1] = $2 }
 function g(k) { return (k in v) ? v[k] : "-" }
+function pc(k) { return (k in v && v[k] != "") ? sprintf("%.1f", v[k]) : "-" }
 function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
 	sprintf("%.2f", v[a] / v[b]) : "-" }
 END {
@@ -28,15 +29,21 @@ END {
 		g("labels.host.ratio_do_vs_go"), g("labels.vm.ratio_do_vs_go")
 
 	printf "2. sampling overhead (VM, %s threads, median of runs): slowdown vs no profiler\n", g("overhead.threads")
-	print "   mode   Hz     plabel    perf   plabel/perf  handler ns/sample  samples/run  lost"
+	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
+	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s"
+	print "                 plabel                    perf            plabel/perf  plabel handler"
+	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%    wall    ns/sample  samples  lost"
 	split("fp dwarf", modes, " ")
 	split("99 999 4999", rates, " ")
 	for (m = 1; m <= 2; m++)
 		for (h = 1; h <= 3; h++) {
 			p = "overhead.plabel_" modes[m] "_" rates[h]
 			q = "overhead.perf_" modes[m] "_" rates[h]
-			printf "   %-5s %5s  %7s %7s  %11s  %17s  %11s  %4s\n", \
-				modes[m], rates[h], g(p ".slowdown"), g(q ".slowdown"), \
+			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s  %4s\n", \
+				modes[m], rates[h], g(p ".slowdown"), \
+				g(p ".workload_cpu_ratio"), pc(p ".profiler_cpu_pct"), \
+				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
+				pc(q ".profiler_cpu_pct"), \
 				r(p ".slowdown", q ".slowdown"), \
 				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
 				g(p ".lost_per_run")
@@ -52,15 +59,18 @@ END {
 	print ""
 
 	print "4. reader (host): stream -> pprof file"
-	print "   mode   samples  samples/s   pprof bytes  peak RSS KiB"
+	print "   mode   samples  samples/s (wall)  samples/CPU-s  pprof bytes  peak RSS KiB"
 	split("fp dwarf", modes, " ")
 	for (m = 1; m <= 2; m++)
-		printf "   %-5s %8s %10s %13s %13s\n", modes[m], \
+		printf "   %-5s %8s %17s %14s %12s %13s\n", modes[m], \
 			g("reader." modes[m] ".samples"), g("reader." modes[m] ".samples_per_sec"), \
+			g("reader." modes[m] ".samples_per_cpu_sec"), \
 			g("reader." modes[m] ".pprof_bytes"), g("reader." modes[m] ".maxrss_kb")
-	printf "   10 kHz x 64 CPUs = 640000 samples/s; fp reader / that = %s (goal >= 1; 1M/s goal ratio %s)\n\n", \
-		("reader.fp.samples_per_sec" in v) ? sprintf("%.2f", v["reader.fp.samples_per_sec"] / 640000) : "-", \
-		("reader.fp.samples_per_sec" in v) ? sprintf("%.2f", v["reader.fp.samples_per_sec"] / 1000000) : "-"
+	f = ("reader.fp.samples_per_cpu_sec" in v) ? v["reader.fp.samples_per_cpu_sec"] : \
+		(("reader.fp.samples_per_sec" in v) ? v["reader.fp.samples_per_sec"] : 0)
+	printf "   10 kHz x 64 CPUs = 10000 x 64 = 640000 samples/s; fp samples/CPU-s / 640000 = %s (goal >= 1)\n", \
+		f ? sprintf("%.2f", f / 640000) : "-"
+	printf "   fp samples/CPU-s / 1000000 = %s (goal >= 1)\n\n", f ? sprintf("%.2f", f / 1000000) : "-"
 
 	print "5. memory (VM)"
 	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")

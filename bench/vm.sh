@@ -47,14 +47,22 @@ emit overhead.threads "$THREADS"
 SPIN="$B/spin --iters $ITERS --threads $THREADS"
 if want overhead; then
 
-# run_one NAME CMD..: one timed run; appends wall ns to $TMP/NAME.wall
+# run_one NAME CMD..: one timed run. Appends to $TMP/NAME.wall the
+# workload's wall ns, to NAME.cpu its own CPU ns and the CPU ns of the
+# whole command (profiler and workload, from /usr/bin/time), and for
+# plabel the module's handler and sample counters.
 run_one() {
-	local name=$1 c0 n0 s0 l0 w
+	local name=$1 c0 n0 s0 l0 w c t
 	shift
 	c0=$(dbg handler_calls); n0=$(dbg handler_ns_total)
 	s0=$(dbg samples); l0=$(dbg lost)
-	w=$("$@" 2>>"$TMP/$name.err" | awk '$1 == "wall_ns" { print $2 }')
+	/usr/bin/time -f "%U %S" -o "$TMP/time" "$@" >"$TMP/run" \
+		2>>"$TMP/$name.err"
+	w=$(awk '$1 == "wall_ns" { print $2 }' "$TMP/run")
+	c=$(awk '$1 == "cpu_ns" { print $2 }' "$TMP/run")
+	t=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.0f", ($1 + $2) * 1e9 }' "$TMP/time")
 	echo "${w:-nan}" >>"$TMP/$name.wall"
+	echo "${c:-nan} ${t:-nan}" >>"$TMP/$name.cpu"
 	case $name in
 	plabel_*)
 		echo "$(( $(dbg handler_calls) - c0 )) $(( $(dbg handler_ns_total) - n0 ))" \
@@ -83,9 +91,9 @@ for rep in $(seq "$REPS"); do
 				-o "$TMP/p" -- $SPIN ;;
 		plabel_dwarf_*) run_one "$cfg" "$PLABEL" record -F "$hz" \
 				-g dwarf -o "$TMP/p" -- $SPIN ;;
-		perf_fp_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q \
+		perf_fp_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q -B \
 				-F "$hz" -g -o "$TMP/perf.data" -- $SPIN ;;
-		perf_dwarf_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q \
+		perf_dwarf_*) [ $have_perf = 1 ] && run_one "$cfg" perf record -q -B \
 				-F "$hz" --call-graph dwarf \
 				-o "$TMP/perf.data" -- $SPIN ;;
 		esac
@@ -94,13 +102,23 @@ for rep in $(seq "$REPS"); do
 done
 
 base=$(median <"$TMP/none.wall")
-emit overhead.none.wall_ns "$base"
+basecpu=$(awk '{ print $1 }' "$TMP/none.cpu" | median)
 for cfg in $CONFIGS; do
 	[ -s "$TMP/$cfg.wall" ] || continue
 	m=$(median <"$TMP/$cfg.wall")
 	emit "overhead.$cfg.wall_ns" "$m"
 	emit "overhead.$cfg.runs" "$(paste -sd, "$TMP/$cfg.wall")"
+	# the workload's own CPU time against the unprofiled runs' (what
+	# interrupts and the handler add to it), and the profiler process's
+	# CPU time as a share of the workload's
+	wc=$(awk '{ print $1 }' "$TMP/$cfg.cpu" | median)
+	emit "overhead.$cfg.workload_cpu_ns" "$wc"
+	emit "overhead.$cfg.profiler_cpu_pct" "$(awk '
+		$1 > 0 && $2 >= $1 { print 100 * ($2 - $1) / $1 }' \
+		"$TMP/$cfg.cpu" | median)"
 	[ "$cfg" = none ] && continue
+	emit "overhead.$cfg.workload_cpu_ratio" \
+		"$(awk -v m="$wc" -v b="$basecpu" 'BEGIN { printf "%.4f", m / b }')"
 	emit "overhead.$cfg.slowdown" \
 		"$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%.4f", m / b }')"
 	if [ -s "$TMP/$cfg.handler" ]; then
