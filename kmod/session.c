@@ -300,7 +300,13 @@ static void plabel_scan_pending(struct plabel_session *s)
 
 			if (!mm)
 				continue;
-			plabel_scan_mm(s, mm, e->task, e->tgid);
+			/*
+			 * A session owner that exits releases its file after
+			 * exit_fs(): d_path() needs current->fs, and no one
+			 * reads this session's records any more.
+			 */
+			if (current->fs)
+				plabel_scan_mm(s, mm, e->task, e->tgid);
 			mmput(mm);
 			put_task_struct(e->task);
 			/* done with the slot: pairs with the acquire in note_mm */
