@@ -20,6 +20,14 @@
  *   stalled_reader      a reader that stalls on the smallest ring: records
  *                       produced (debugfs "records" + "lost") equal records
  *                       delivered plus the losses LOST records report.
+ *   task_table_resize_while_sampling
+ *                       bursts of labeled threads grow and shrink the task
+ *                       table under 20 kHz sampling (a lookup from the
+ *                       timer interrupt once spun forever on a resize).
+ *   failslab            a fifth of the slab allocations of a process fail
+ *                       (debug kernel with failslab; skipped elsewhere):
+ *                       every call works or fails with -ENOMEM, nothing
+ *                       leaks.
  *
  * Each test is bounded to seconds under TCG (PLABEL_FUZZ_SECONDS scales
  * the fuzzer's total time, default 15). Run as root in the VM
@@ -1072,6 +1080,72 @@ static int fz_reload(int kfd)
 
 /* --- tests -------------------------------------------------------------- */
 
+/*
+ * A session's owner dies with mapping scans pending: its file is released
+ * in exit, after the process lost its root directory, and stopping the
+ * session there must not resolve paths. A burner changing its mappings
+ * keeps scans queued at 10 kHz.
+ */
+static void *fz_map_churn(void *p)
+{
+	for (;;) {
+		void *m = mmap(NULL, FZ_PAGE, PROT_READ | PROT_EXEC,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m != MAP_FAILED)
+			munmap(m, FZ_PAGE);
+	}
+	return NULL;
+}
+
+static int fz_owner_dies(void)
+{
+	struct plabel_session_start_args sa = {
+		.size = sizeof(sa),
+		.target = PLABEL_TARGET_ALL,
+		.sample_hz = 10000,
+	};
+	pthread_t th;
+	int fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 || ioctl(fd, PLABEL_IOC_SESSION_START, &sa))
+		return 2;
+	if (pthread_create(&th, NULL, fz_map_churn, NULL))
+		return 3;
+	usleep(30000 + (fz_now_ns() / 1000) % 70000);
+	/* exit with the file open: released after exit_fs() */
+	_exit(0);
+}
+
+TEST(session_owner_exits_with_scans_pending)
+{
+	struct plabel_session_start_args sa = {
+		.size = sizeof(sa),
+		.target = PLABEL_TARGET_ALL,
+	};
+	int i, fd, status;
+
+	FZ_NEED_DEVICE();
+	FZ_NEED_ROOT();
+	for (i = 0; i < 20; i++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(fz_owner_dies());
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("round %d: status %#x", i, status);
+	}
+	/* and the next session starts */
+	fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, ioctl(fd, PLABEL_IOC_SESSION_START, &sa))
+		TH_LOG("SESSION_START: %s", strerror(errno));
+	EXPECT_EQ(0, ioctl(fd, PLABEL_IOC_SESSION_STOP));
+	close(fd);
+}
+
 #define FZ_WORKERS	4	/* plus one that runs sessions */
 #define FZ_MAX_PIDS	256
 
@@ -1081,7 +1155,12 @@ static void fz_reap_all(void)
 		;
 }
 
-TEST(fuzz_ioctls)
+FIXTURE(fuzz) {};
+FIXTURE_SETUP(fuzz) {}
+FIXTURE_TEARDOWN(fuzz) {}
+
+/* Longer than the harness's default 30 s: a loaded host slows TCG down. */
+TEST_F_TIMEOUT(fuzz, ioctls, 120)
 {
 	const char *env = getenv("PLABEL_FUZZ_SECONDS");
 	int seconds = env ? atoi(env) : 15;
@@ -1659,7 +1738,7 @@ TEST(stalled_reader)
 	struct fz_load load = { 0 };
 	struct fz_tally y = { 0 };
 	pthread_t th[2];
-	char small[512];
+	char small[8192];	/* room for one record of any kind */
 	int fd, i;
 
 	FZ_NEED_DEVICE();
@@ -1697,7 +1776,7 @@ TEST(stalled_reader)
 	EXPECT_EQ(0, fz_drain(fd, &y, 1 << 20));
 	EXPECT_EQ(0, y.bad);
 	produced = fz_counter("records") - recs0 + fz_counter("lost") - lost0;
-	TH_LOG("ring %lld KiB, reader stalled 2 s then slow: %lld records produced = %lld delivered + %lld reported lost (%ld threads created)",
+	TH_LOG("ring %lld KiB, reader stalled 2 s then slow (20 reads of 8 KiB): %lld records produced = %lld delivered + %lld reported lost (%ld threads created)",
 	       min_kb, produced, y.recs, y.lost, load.threads);
 	EXPECT_LT(0, y.lost);
 	EXPECT_LT(0, y.recs);
@@ -1705,6 +1784,144 @@ TEST(stalled_reader)
 	EXPECT_EQ(fz_counter("lost") - lost0, y.lost);
 	EXPECT_EQ(produced, y.recs + y.lost);
 	close(fd);
+}
+
+/* --- failslab ------------------------------------------------------------ */
+
+#define FZ_FAILSLAB	"/sys/kernel/debug/failslab/"
+
+static int fz_failslab_set(const char *name, const char *val)
+{
+	char path[128];
+	int fd, n;
+
+	snprintf(path, sizeof(path), FZ_FAILSLAB "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (int)strlen(val) ? 0 : -EIO;
+}
+
+static void *fz_fail_thread(void *p)
+{
+	int fd = *(int *)p;
+	uint64_t id = fz_intern(fd, "thread", syscall(SYS_gettid));
+	struct plabel_labels_set_args a = { .size = sizeof(a), .id = id };
+
+	ioctl(fd, PLABEL_IOC_LABELS_SET, &a);
+	return NULL;
+}
+
+/*
+ * In a child that fails a fifth of its slab allocations: every call fails
+ * cleanly (a documented errno) or works. Exit status 0, or 3 with the
+ * odd errno written to the pipe.
+ */
+static int fz_fail_child(int report)
+{
+	static __thread uint64_t slot;
+	struct plabel_session_start_args sa = {
+		.size = sizeof(sa),
+		.target = PLABEL_TARGET_ALL,
+		.sample_hz = 1000,
+	};
+	int i, fd, odd = 0;
+	long ok = 0, failed = 0;
+	char line[64];
+
+	fd = open("/proc/self/make-it-fail", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		return 2;
+	close(fd);
+	for (i = 0; i < 400; i++) {
+		struct plabel_labels_set_args ls = { .size = sizeof(ls) };
+		struct plabel_slot_args sl = {
+			.size = sizeof(sl), .addr = (uintptr_t)&slot,
+		};
+		pthread_t th;
+		int r[4], k;
+
+		fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno != ENOMEM)
+				odd = errno;
+			continue;
+		}
+		ls.id = fz_intern(fd, "fail", i % 50);
+		r[0] = ls.id ? 0 : errno;
+		r[1] = ioctl(fd, PLABEL_IOC_LABELS_SET, &ls) ? errno : 0;
+		r[2] = ioctl(fd, PLABEL_IOC_SLOT_SET, &sl) ? errno : 0;
+		slot = ls.id;
+		r[3] = 0;
+		if (i % 20 == 0) {
+			r[3] = ioctl(fd, PLABEL_IOC_SESSION_START, &sa) ?
+			       errno : 0;
+			if (!r[3])
+				ioctl(fd, PLABEL_IOC_SESSION_STOP);
+		}
+		if (!pthread_create(&th, NULL, fz_fail_thread, &fd))
+			pthread_join(th, NULL);
+		for (k = 0; k < 4; k++) {
+			if (!r[k])
+				ok++;
+			else if (r[k] == ENOMEM || r[k] == EBUSY ||
+				 (k == 1 && r[k] == ENOENT))
+				failed++;
+			else
+				odd = r[k];
+		}
+		close(fd);
+	}
+	snprintf(line, sizeof(line), "%ld %ld %d\n", ok, failed, odd);
+	if (write(report, line, strlen(line)) < 0)
+		return 2;
+	return odd ? 3 : 0;
+}
+
+TEST(failslab)
+{
+	long long sets0, tasks0;
+	long ok = 0, failed = 0;
+	int odd = 0, status, p[2];
+	char line[64] = "";
+	pid_t pid;
+
+	FZ_NEED_DEVICE();
+	FZ_NEED_ROOT();
+	if (access(FZ_FAILSLAB "probability", F_OK) ||
+	    access("/proc/self/make-it-fail", F_OK))
+		SKIP(return, "no failslab in this kernel (debug kernel only)");
+	sets0 = fz_counter("live_sets");
+	tasks0 = fz_counter("live_tasks");
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, fz_failslab_set("task-filter", "Y"));
+	ASSERT_EQ(0, fz_failslab_set("ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fz_failslab_set("interval", "1"));
+	ASSERT_EQ(0, fz_failslab_set("times", "-1"));
+	ASSERT_EQ(0, fz_failslab_set("space", "0"));
+	ASSERT_EQ(0, fz_failslab_set("verbose", "0"));
+	ASSERT_EQ(0, fz_failslab_set("probability", "20"));
+	pid = fork();
+	if (!pid) {
+		close(p[0]);
+		_exit(fz_fail_child(p[1]));
+	}
+	close(p[1]);
+	EXPECT_LT(0, read(p[0], line, sizeof(line) - 1));
+	close(p[0]);
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	fz_failslab_set("probability", "0");
+	fz_failslab_set("task-filter", "N");
+	sscanf(line, "%ld %ld %d", &ok, &failed, &odd);
+	TH_LOG("with 20%% of slab allocations failing: %ld calls worked, %ld failed with ENOMEM/EBUSY", ok, failed);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("unexpected errno %d (%s)", odd, strerror(odd));
+	EXPECT_LT(0, ok);
+	EXPECT_LT(0, failed);
+	EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0));
+	EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0));
 }
 
 int main(int argc, char **argv)
