@@ -39,6 +39,9 @@ $(BENCH_READER): bench/reader.c $(TOOLS_LIB) $(TOOLS_HDRS)
 BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_SHARES_GO) \
 		   $(BENCH_KMEM) $(BENCH_READER)
 
+# The C programs build with everything else, so -Werror catches them early.
+ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_KMEM) $(BENCH_READER)
+
 .PHONY: bench bench-bins
 bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(PLABEL_BIN) $(LIB_SO) kmods
 
