@@ -6,8 +6,10 @@
 # "key value" lines to $PLABEL_TEST_OUT/vm.txt and the raw outputs beside
 # it. Prints figures only; a slow run is not a failure.
 #
-# PLABEL_BENCH_REPS (default 3) runs of every overhead configuration, interleaved;
-# PLABEL_BENCH_SPIN_MS (default 1500) the unprofiled workload's wall time.
+# PLABEL_BENCH_REPS (default 3): runs of every overhead and accuracy
+# configuration, interleaved; PLABEL_BENCH_SPIN_MS (default 1500): the
+# unprofiled workload's wall time; PLABEL_BENCH_PARTS (default "labels
+# overhead accuracy memory"): which parts to run.
 
 set -u
 OUT=${PLABEL_TEST_OUT:-/tmp/bench-out}
