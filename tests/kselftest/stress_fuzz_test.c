@@ -244,8 +244,8 @@ static const unsigned int fz_known_cmds[] = {
 #define FZ_NCMDS (sizeof(fz_known_cmds) / sizeof(fz_known_cmds[0]))
 
 /* A command without its size bits: what plabel dispatches on. */
-#define FZ_BASE(cmd) \
-	((unsigned long)(cmd) & ~((unsigned long)_IOC_SIZEMASK << _IOC_SIZESHIFT))
+#define FZ_SIZE_BITS	((unsigned long)_IOC_SIZEMASK << _IOC_SIZESHIFT)
+#define FZ_BASE(cmd)	((unsigned long)(cmd) & ~FZ_SIZE_BITS)
 
 /* Types no VFS-level ioctl uses: plabel must answer -ENOTTY to all. */
 static const unsigned char fz_other_types[] = {
@@ -933,10 +933,6 @@ static void fz_run(struct fz_thread *t, long max_ops)
 }
 
 /* One fuzz process: a few threads sharing one file, until the deadline. */
-struct fz_worker_arg {
-	struct fz_thread t;
-};
-
 static void *fz_worker_thread(void *p)
 {
 	struct fz_thread *t = p;
