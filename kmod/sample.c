@@ -120,20 +120,32 @@ static void plabel_user_regs_copy(u64 *r, struct pt_regs *uregs)
 }
 
 /*
- * Whether a record carries the user registers and a stack snapshot: in
- * dwarf mode always; in fp mode for thread creations too, whose stack runs
- * through the C library's clone wrappers, which keep no frame pointers
- * (creations are rare, so the reader can afford to unwind them).
+ * Bytes of user stack a record carries for the reader to unwind: in dwarf
+ * mode the session's stack_size; in fp mode, thread creations carry up to
+ * PLABEL_THREAD_SNAP too, since their stack runs through the C library's
+ * clone wrappers, which keep no frame pointers. That is enough to unwind
+ * from clone3 to the creating function and a few of its callers, and
+ * small enough that a burst of creations does not flood the ring.
+ * Returns false when the record carries no registers and no snapshot.
  */
-static bool plabel_wants_snap(struct plabel_session *s, u32 type)
+#define PLABEL_THREAD_SNAP	2048
+
+static bool plabel_snap_size(struct plabel_session *s, u32 type, u32 *size)
 {
-	return s->callchain == PLABEL_CALLCHAIN_DWARF ||
-	       (s->callchain == PLABEL_CALLCHAIN_FP &&
-		type == PLABEL_REC_THREAD);
+	if (s->callchain == PLABEL_CALLCHAIN_DWARF) {
+		*size = s->stack_size;
+		return true;
+	}
+	if (s->callchain == PLABEL_CALLCHAIN_FP && type == PLABEL_REC_THREAD) {
+		*size = min_t(u32, s->stack_size, PLABEL_THREAD_SNAP);
+		return true;
+	}
+	return false;
 }
 
 /* Largest record plabel_emit_chain() may write for session s. */
-static u32 plabel_chain_max(struct plabel_session *s, bool kernel, bool snap)
+static u32 plabel_chain_max(struct plabel_session *s, bool kernel, bool snap,
+			    u32 snap_size)
 {
 	u32 max = sizeof(struct plabel_rec_sample);
 
@@ -144,7 +156,7 @@ static u32 plabel_chain_max(struct plabel_session *s, bool kernel, bool snap)
 	else
 		max += sizeof(u64);
 	if (snap)
-		max += PLABEL_REGS_NR * sizeof(u64) + s->stack_size;
+		max += PLABEL_REGS_NR * sizeof(u64) + snap_size;
 	return ALIGN(max, 8);
 }
 
@@ -158,10 +170,11 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct pt_regs *kregs, struct pt_regs *uregs,
 			      struct plabel_wr *wp)
 {
-	bool snap = plabel_wants_snap(s, rec->hdr.type);
+	u32 snap_size = 0;
+	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
 	struct plabel_wr w;
 
-	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs, snap)))
+	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs, snap, snap_size)))
 		return false;
 	plabel_wr_put(&w, rec, sizeof(*rec));
 	if (kregs)
@@ -184,7 +197,7 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 		plabel_user_regs_copy(regs, uregs);
 		plabel_wr_put(&w, regs, sizeof(regs));
 		rec->stack_size = plabel_wr_put_user(&w, uregs->sp,
-						     s->stack_size);
+						     snap_size);
 		rec->flags |= PLABEL_SAMPLE_REGS;
 	}
 	plabel_wr_patch(&w, 0, rec, sizeof(*rec));

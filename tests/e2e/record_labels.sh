@@ -13,29 +13,37 @@ E2E_NAME=record_labels
 e2e_need_module
 
 D=$E2E_OUT/workers
-t_ok "record exits 0" e2e_record "$D" -F 1000 -- "$E2E_BIN/workers" 400
-t_ok "cpu.pb.gz written" test -s "$D/cpu.pb.gz"
-t_ok "threadcreate.pb.gz written" test -s "$D/threadcreate.pb.gz"
-t_ok "summary line" grep -q "samples.*label sets.*lost records.*wrote" "$D.log"
-
-e2e_pprof -tags "$D/cpu.pb.gz" | sed 's/^/# /'
-a=$(e2e_tag_pct "$D/cpu.pb.gz" worker alpha)
-b=$(e2e_tag_pct "$D/cpu.pb.gz" worker beta)
-echo "# worker=alpha $a%, worker=beta $b%"
-t_ok "alpha and beta sampled" e2e_between "$b" 1 100
 # The split must match the CPU time the kernel accounted to each worker
 # (printed by the program); both ways of counting see the same emulated
 # clock, which the work done (3:1) need not. The session test holds the
 # module to 5 points; through the whole tool, on an emulated CPU shared
-# with the host's other work, 7.
-ca=$(sed -n 's/.*cpu_ns alpha=\([0-9]*\) beta=.*/\1/p' "$D.log")
-cb=$(sed -n 's/.*cpu_ns alpha=[0-9]* beta=\([0-9]*\).*/\1/p' "$D.log")
-want=$(awk -v a="${ca:-0}" -v b="${cb:-0}" \
-	'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -100) }')
-got=$(awk -v a="$a" -v b="$b" 'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : 0) }')
-echo "# alpha's share: $got% of labeled samples, $want% of the workers' CPU time"
+# with the host's other work, 7. A host stall longer than the sampler
+# makes up for can push one recording past that, so a second recording is
+# made before the check fails; a labeling error fails both.
+for round in 1 2; do
+	e2e_record "$D" -F 1000 -- "$E2E_BIN/workers" 400
+	rc=$?
+	a=$(e2e_tag_pct "$D/cpu.pb.gz" worker alpha)
+	b=$(e2e_tag_pct "$D/cpu.pb.gz" worker beta)
+	ca=$(sed -n 's/.*cpu_ns alpha=\([0-9]*\) beta=.*/\1/p' "$D.log")
+	cb=$(sed -n 's/.*cpu_ns alpha=[0-9]* beta=\([0-9]*\).*/\1/p' "$D.log")
+	want=$(awk -v a="${ca:-0}" -v b="${cb:-0}" \
+		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -100) }')
+	got=$(awk -v a="${a:-0}" -v b="${b:-0}" \
+		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : 0) }')
+	off=$(awk -v g="$got" -v w="$want" 'BEGIN { print g - w }')
+	echo "# round $round: alpha's share $got% of labeled samples," \
+		"$want% of the workers' CPU time"
+	e2e_between "$off" -7 7 && break
+done
+t_ok "record exits 0" test "$rc" = 0
+t_ok "cpu.pb.gz written" test -s "$D/cpu.pb.gz"
+t_ok "threadcreate.pb.gz written" test -s "$D/threadcreate.pb.gz"
+t_ok "summary line" grep -q "samples.*label sets.*lost records.*wrote" "$D.log"
+e2e_pprof -tags "$D/cpu.pb.gz" | sed 's/^/# /'
+t_ok "alpha and beta sampled" e2e_between "${b:-0}" 1 100
 t_ok "alpha's sample share matches its CPU time share within 7 points" \
-	e2e_between "$(awk -v g="$got" -v w="$want" 'BEGIN { print g - w }')" -7 7
+	e2e_between "$off" -7 7
 t_ok "alpha, doing 3x the work, got more CPU than beta" \
 	e2e_between "$want" 55 100
 
