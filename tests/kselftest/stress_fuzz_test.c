@@ -56,6 +56,7 @@
 
 #include "plabel_uapi.h"
 #include "kselftest/kselftest_harness.h"
+#include "kmod_util.h"
 
 #define FZ_DEBUGFS	"/sys/kernel/debug/plabel/"
 #define FZ_SYSCTL	"/proc/sys/kernel/plabel/"
@@ -1017,53 +1018,6 @@ static pid_t fz_spawn_worker(uint64_t deadline, int sessions, uint64_t salt)
 
 /* --- module reload ------------------------------------------------------ */
 
-static const char *fz_kmod_path(char *buf, size_t len)
-{
-	const char *env = getenv("PLABEL_KMOD");
-	char rel[128];
-	FILE *f;
-
-	if (env && *env && strcmp(env, "none"))
-		return env;
-	f = fopen("/proc/sys/kernel/osrelease", "re");
-	if (!f)
-		return NULL;
-	if (!fgets(rel, sizeof(rel), f)) {
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	rel[strcspn(rel, "\n")] = '\0';
-	snprintf(buf, len, "build/kmod/linux-headers-%s/plabel.ko", rel);
-	return buf;
-}
-
-/* 1 when the file holds the loaded module's build id, 0 when not. */
-static int fz_kmod_is_loaded(int kfd)
-{
-	unsigned char note[256];
-	struct stat st;
-	char *buf;
-	ssize_t n;
-	int fd, same = 0;
-
-	fd = open("/sys/module/plabel/notes/.note.gnu.build-id",
-		  O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, note, sizeof(note));
-	close(fd);
-	if (n < 16 || fstat(kfd, &st))
-		return 0;
-	buf = malloc(st.st_size);
-	if (!buf)
-		return 0;
-	if (pread(kfd, buf, st.st_size, 0) == st.st_size)
-		same = memmem(buf, st.st_size, note, n) != NULL;
-	free(buf);
-	return same;
-}
-
 /* Unload (retrying while the last files close) and load again: 0 or -errno. */
 static int fz_reload(int kfd)
 {
@@ -1191,10 +1145,10 @@ TEST_F_TIMEOUT(fuzz, ioctls, 120)
 	ASSERT_NE(MAP_FAILED, fz_reserved);
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 
-	ko = fz_kmod_path(path, sizeof(path));
+	ko = plabel_kmod_path(path, sizeof(path));
 	if (ko)
 		kfd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (kfd >= 0 && !fz_kmod_is_loaded(kfd)) {
+	if (kfd >= 0 && plabel_kmod_differs(kfd) != 0) {
 		close(kfd);
 		kfd = -1;
 	}
