@@ -173,7 +173,7 @@ static int run_go(const char *dir, struct result *set, struct result *gdo)
 	int found = 0;
 
 	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local "
+		 "cd '%s' && GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local "
 		 "go test -run NONE -bench . -benchmem 2>&1", dir);
 	p = popen(cmd, "r");
 	if (!p)

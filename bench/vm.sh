@@ -24,7 +24,7 @@ SPIN_MS=${PLABEL_BENCH_SPIN_MS:-1500}
 THREADS=4
 TMP=/tmp/bench
 mkdir -p "$TMP"
-export HOME=/root GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+export HOME=/root GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local
 
 emit() { echo "$1 $2" >>"$R"; }
 log() { echo "bench-vm: $*" >&2; }

@@ -1,3 +1,0 @@
-module plabel/bench/labelcost
-
-go 1.19

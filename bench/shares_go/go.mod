@@ -1,3 +1,0 @@
-module plabel.example/bench/shares
-
-go 1.19
