@@ -48,7 +48,7 @@ $(B)/tests/unit/%: tests/unit/%.c $(KSFT_HDRS) $$(TEST_DEPS) $$(TEST_DEPS_$$*)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
 
-$(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $$(TEST_DEPS) $$(TEST_DEPS_$$*)
+$(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(wildcard tests/kselftest/*.h) $$(TEST_DEPS) $$(TEST_DEPS_$$*)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
 

@@ -22,41 +22,11 @@
 
 #include "plabel_uapi.h"
 #include "kselftest/kselftest_harness.h"
+#include "session_util.h"
 
-#define LS_DEBUGFS	"/sys/kernel/debug/plabel/"
 #define LS_WORKERS	6
 #define LS_SECONDS	2
 #define LS_MAX_IDS	65536
-
-static long ls_counter(const char *name)
-{
-	char path[256], line[64];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), LS_DEBUGFS "%s", name);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f))
-		v = strtol(line, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-static long ls_counter_wait(const char *name, long want)
-{
-	long v = -1;
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		v = ls_counter(name);
-		if (v == want)
-			break;
-		usleep(50000);
-	}
-	return v;
-}
 
 static double ls_now(void)
 {
@@ -294,8 +264,8 @@ TEST(labels_change_under_sampling)
 		SKIP(return, PLABEL_DEVICE " absent: module not loaded");
 	if (geteuid())
 		SKIP(return, "needs root for a session");
-	tasks0 = ls_counter("live_tasks");
-	sets0 = ls_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
+	sets0 = su_counter("live_sets");
 	r = calloc(1, sizeof(*r));
 	ASSERT_NE(NULL, r);
 	r->fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
@@ -342,8 +312,8 @@ TEST(labels_change_under_sampling)
 	close(r->fd);
 	free(r);
 	if (tasks0 >= 0) {
-		EXPECT_EQ(tasks0, ls_counter_wait("live_tasks", tasks0));
-		EXPECT_EQ(sets0, ls_counter_wait("live_sets", sets0));
+		EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
+		EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
 	}
 }
 

@@ -31,6 +31,7 @@
 #include "plabel_uapi.h"
 #include "kselftest/kselftest_harness.h"
 #include "kmod_util.h"
+#include "session_util.h"
 
 #define PLABEL_DEBUGFS	"/sys/kernel/debug/plabel/"
 #define PLABEL_SYSCTL	"/proc/sys/kernel/plabel/"
@@ -184,37 +185,6 @@ static int plabel_get_str(int fd, char *out, size_t cap, uint64_t *id)
 	}
 	free(buf);
 	return pos < cap ? 0 : -ENOSPC;
-}
-
-static long plabel_counter(const char *name)
-{
-	char path[256], line[64];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), PLABEL_DEBUGFS "%s", name);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f))
-		v = strtol(line, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-/* Waits up to 5 s for a debugfs counter to read want; returns the last. */
-static long plabel_counter_wait(const char *name, long want)
-{
-	long v = -1;
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		v = plabel_counter(name);
-		if (v == want)
-			break;
-		usleep(50000);
-	}
-	return v;
 }
 
 /* Sets debugfs "users" charges to uid: 0 when it has no line, -1 absent. */
@@ -449,16 +419,16 @@ TEST(close_drops_references)
 	int fd, i;
 
 	PLABEL_NEED_DEVICE();
-	sets0 = plabel_counter("live_sets");
+	sets0 = su_counter("live_sets");
 	if (sets0 < 0)
 		SKIP(return, "debugfs counters absent");
 	fd = plabel_open();
 	ASSERT_LE(0, fd);
 	for (i = 0; i < 20; i++)
 		ASSERT_EQ(0, plabel_new_i(fd, "close", i, &id));
-	EXPECT_EQ(sets0 + 20, plabel_counter("live_sets"));
+	EXPECT_EQ(sets0 + 20, su_counter("live_sets"));
 	close(fd);
-	EXPECT_EQ(sets0, plabel_counter_wait("live_sets", sets0));
+	EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
 }
 
 TEST(limits)
@@ -1317,8 +1287,8 @@ TEST_F_TIMEOUT(storm, thread_storm, 180)
 	int r, i;
 
 	PLABEL_NEED_DEVICE();
-	tasks0 = plabel_counter("live_tasks");
-	sets0 = plabel_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
+	sets0 = su_counter("live_sets");
 	s.fd = plabel_open();
 	ASSERT_LE(0, s.fd);
 	pthread_mutex_init(&s.lock, NULL);
@@ -1341,10 +1311,10 @@ TEST_F_TIMEOUT(storm, thread_storm, 180)
 	EXPECT_EQ(0, plabel_use(s.fd, 0));
 	close(s.fd);
 	if (tasks0 >= 0) {
-		EXPECT_EQ(tasks0, plabel_counter_wait("live_tasks", tasks0));
-		EXPECT_EQ(sets0, plabel_counter_wait("live_sets", sets0));
+		EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
+		EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
 	}
-	EXPECT_EQ(0, plabel_counter("inherit_failed"));
+	EXPECT_EQ(0, su_counter("inherit_failed"));
 }
 
 /* A labeled process tree: threads, forks, exec, all exiting. */
@@ -1396,13 +1366,13 @@ TEST(counts_back_to_start)
 	long tasks0, sets0;
 
 	PLABEL_NEED_DEVICE();
-	tasks0 = plabel_counter("live_tasks");
-	sets0 = plabel_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
+	sets0 = su_counter("live_sets");
 	if (tasks0 < 0 || sets0 < 0)
 		SKIP(return, "debugfs counters absent");
 	EXPECT_EQ(0, plabel_in_child(plabel_workload, NULL));
-	EXPECT_EQ(tasks0, plabel_counter_wait("live_tasks", tasks0));
-	EXPECT_EQ(sets0, plabel_counter_wait("live_sets", sets0));
+	EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
+	EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
 }
 
 /*
@@ -1497,13 +1467,13 @@ TEST(unload_with_labeled_threads)
 		SKIP(return, "%s is not the loaded module (set PLABEL_KMOD)",
 		     ko);
 	}
-	tasks0 = plabel_counter("live_tasks");
+	tasks0 = su_counter("live_tasks");
 
 	d1 = plabel_start_daemon();
 	ASSERT_LT(0, d1);
 	/* Two threads with labels, a third now and then. */
-	EXPECT_LE(tasks0 + 2, plabel_counter("live_tasks"));
-	EXPECT_GE(tasks0 + 3, plabel_counter("live_tasks"));
+	EXPECT_LE(tasks0 + 2, su_counter("live_tasks"));
+	EXPECT_GE(tasks0 + 3, su_counter("live_tasks"));
 
 	/* An open file pins the module. */
 	fd = plabel_open();
@@ -1542,8 +1512,8 @@ TEST(unload_with_labeled_threads)
 	for (int i = 0; i < 50 && access(PLABEL_DEVICE, F_OK); i++)
 		usleep(20000);
 	ASSERT_EQ(0, access(PLABEL_DEVICE, F_OK));
-	EXPECT_EQ(0, plabel_counter("live_tasks"));
-	EXPECT_EQ(0, plabel_counter("live_sets"));
+	EXPECT_EQ(0, su_counter("live_tasks"));
+	EXPECT_EQ(0, su_counter("live_sets"));
 }
 
 int main(int argc, char **argv)

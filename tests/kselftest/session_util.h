@@ -118,6 +118,33 @@ static inline long long su_read_num(const char *path)
 	return v;
 }
 
+/* A debugfs counter of the module (live_sets, live_tasks, ...); -1 absent. */
+static inline long su_counter(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), SU_DEBUGFS "%s", name);
+	return su_read_num(path);
+}
+
+/*
+ * Waits up to 5 s for a counter to read want (frees happen after an RCU
+ * grace period or in a work item); returns the last value read.
+ */
+static inline long su_counter_wait(const char *name, long want)
+{
+	long v = -1;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		v = su_counter(name);
+		if (v == want)
+			break;
+		usleep(50000);
+	}
+	return v;
+}
+
 static inline int su_write_num(const char *path, long long v)
 {
 	FILE *f = fopen(path, "we");

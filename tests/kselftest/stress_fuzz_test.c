@@ -57,6 +57,7 @@
 #include "plabel_uapi.h"
 #include "kselftest/kselftest_harness.h"
 #include "kmod_util.h"
+#include "session_util.h"
 
 #define FZ_DEBUGFS	"/sys/kernel/debug/plabel/"
 #define FZ_SYSCTL	"/proc/sys/kernel/plabel/"
@@ -82,38 +83,12 @@ static uint64_t fz_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static long long fz_read_num(const char *path)
-{
-	long long v = -1;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int fz_write_num(const char *path, long long v)
-{
-	FILE *f = fopen(path, "we");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%lld\n", v) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 static long long fz_counter(const char *name)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), FZ_DEBUGFS "%s", name);
-	return fz_read_num(path);
+	return su_read_num(path);
 }
 
 /* Waits up to 5 s for a debugfs counter to read want; returns the last. */
@@ -1616,7 +1591,7 @@ TEST(quota_two_users)
 
 	FZ_NEED_DEVICE();
 	FZ_NEED_ROOT();
-	old = fz_read_num(FZ_SYSCTL "max_sets_per_user");
+	old = su_read_num(FZ_SYSCTL "max_sets_per_user");
 	if (old < 0)
 		SKIP(return, "kernel.plabel.max_sets_per_user absent");
 	sets0 = fz_counter("live_sets");
@@ -1624,7 +1599,7 @@ TEST(quota_two_users)
 		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, q);
 	memset(q, 0, sizeof(*q));
-	ASSERT_EQ(0, fz_write_num(FZ_SYSCTL "max_sets_per_user", FZ_QUOTA));
+	ASSERT_EQ(0, su_write_num(FZ_SYSCTL "max_sets_per_user", FZ_QUOTA));
 	deadline = fz_now_ns() + 3000000000ull;
 	hog = fork();
 	if (!hog) {
@@ -1638,7 +1613,7 @@ TEST(quota_two_users)
 	}
 	EXPECT_EQ(hog, waitpid(hog, &st1, 0));
 	EXPECT_EQ(other, waitpid(other, &st2, 0));
-	EXPECT_EQ(0, fz_write_num(FZ_SYSCTL "max_sets_per_user", old));
+	EXPECT_EQ(0, su_write_num(FZ_SYSCTL "max_sets_per_user", old));
 	EXPECT_TRUE(WIFEXITED(st1) && !WEXITSTATUS(st1));
 	EXPECT_TRUE(WIFEXITED(st2) && !WEXITSTATUS(st2));
 	TH_LOG("hog: %ld sets then %ld refused; other user: %ld interned, %ld failed",
@@ -1703,19 +1678,19 @@ TEST(stalled_reader)
 
 	FZ_NEED_DEVICE();
 	FZ_NEED_ROOT();
-	old = fz_read_num(FZ_SYSCTL "ring_kb");
+	old = su_read_num(FZ_SYSCTL "ring_kb");
 	recs0 = fz_counter("records");
 	lost0 = fz_counter("lost");
 	if (old < 0 || recs0 < 0 || lost0 < 0)
 		SKIP(return, "ring_kb sysctl or debugfs counters absent");
 	/* the smallest ring the sysctl takes */
-	while (min_kb > 1 && !fz_write_num(FZ_SYSCTL "ring_kb", min_kb - 1))
+	while (min_kb > 1 && !su_write_num(FZ_SYSCTL "ring_kb", min_kb - 1))
 		min_kb--;
-	ASSERT_EQ(0, fz_write_num(FZ_SYSCTL "ring_kb", min_kb));
+	ASSERT_EQ(0, su_write_num(FZ_SYSCTL "ring_kb", min_kb));
 	fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	i = ioctl(fd, PLABEL_IOC_SESSION_START, &sa);
-	EXPECT_EQ(0, fz_write_num(FZ_SYSCTL "ring_kb", old));
+	EXPECT_EQ(0, su_write_num(FZ_SYSCTL "ring_kb", old));
 	ASSERT_EQ(0, i) TH_LOG("SESSION_START: %s", strerror(errno));
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, fz_burn, &load));
