@@ -40,9 +40,14 @@ static uint64_t plabel_hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/*
+ * A word at a time: a sample's key is some 20 words, hashed for every
+ * sample, where FNV's byte loop was eight dependent multiplies per word.
+ */
 static uint64_t plabel_hash_u64(uint64_t h, uint64_t v)
 {
-	return plabel_hash_bytes(h, &v, sizeof(v));
+	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 32);
 }
 
 #define PLABEL_HASH_INIT	0xcbf29ce484222325ull
@@ -183,6 +188,12 @@ struct plabel_psample {
 	uint64_t hash;
 };
 
+/* A label set interned once for many samples: sorted by key. */
+struct plabel_plset {
+	struct plabel_prof_label *labels;
+	size_t n;
+};
+
 struct plabel_prof {
 	bool built;		/* made by the builder, not read from a file */
 
@@ -216,6 +227,12 @@ struct plabel_prof {
 	struct plabel_psample *samples;
 	size_t nsamples, capsamples;
 	struct plabel_hmap sample_h;
+
+	/* label sets of plabel_prof_labelset(), by id - 1 */
+	struct plabel_plset *lsets;
+	size_t nlsets, caplsets;
+	/* "pid" and "tid", interned when a sample first needs them */
+	const char *pid_key, *tid_key;
 };
 
 static size_t plabel_str_idx(const char *s)
@@ -319,6 +336,9 @@ void plabel_prof_free(struct plabel_prof *p)
 		free(p->samples[i].num);
 	}
 	free(p->samples);
+	for (i = 0; i < p->nlsets; i++)
+		free(p->lsets[i].labels);
+	free(p->lsets);
 	for (i = 0; i < p->nlocs; i++) {
 		free(p->locs[i].lines);
 		free(p->locs[i].func_idx);
@@ -619,30 +639,44 @@ static int plabel_label_cmp(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-static uint64_t plabel_sample_hash(const struct plabel_psample *s)
+/*
+ * What identifies a sample (label strings interned: pointers compare). A
+ * candidate points at the caller's and scratch arrays and is copied only
+ * when no sample like it exists yet.
+ */
+struct plabel_skey {
+	const uint64_t *locs;
+	size_t nlocs;
+	const struct plabel_prof_label *labels;	/* sorted by key */
+	size_t nlabels;
+	const struct plabel_prof_numlabel *num;
+	size_t nnum;
+};
+
+static uint64_t plabel_sample_hash(const struct plabel_skey *k)
 {
 	uint64_t h = PLABEL_HASH_INIT;
 	size_t i;
 
-	h = plabel_hash_u64(h, s->nlocs);
-	for (i = 0; i < s->nlocs; i++)
-		h = plabel_hash_u64(h, s->locs[i]);
-	h = plabel_hash_u64(h, s->nlabels);
-	for (i = 0; i < s->nlabels; i++) {
-		h = plabel_hash_u64(h, (uintptr_t)s->labels[i].key);
-		h = plabel_hash_u64(h, (uintptr_t)s->labels[i].value);
+	h = plabel_hash_u64(h, k->nlocs);
+	for (i = 0; i < k->nlocs; i++)
+		h = plabel_hash_u64(h, k->locs[i]);
+	h = plabel_hash_u64(h, k->nlabels);
+	for (i = 0; i < k->nlabels; i++) {
+		h = plabel_hash_u64(h, (uintptr_t)k->labels[i].key);
+		h = plabel_hash_u64(h, (uintptr_t)k->labels[i].value);
 	}
-	h = plabel_hash_u64(h, s->nnum);
-	for (i = 0; i < s->nnum; i++) {
-		h = plabel_hash_u64(h, (uintptr_t)s->num[i].key);
-		h = plabel_hash_u64(h, (uint64_t)s->num[i].num);
-		h = plabel_hash_u64(h, (uintptr_t)s->num[i].unit);
+	h = plabel_hash_u64(h, k->nnum);
+	for (i = 0; i < k->nnum; i++) {
+		h = plabel_hash_u64(h, (uintptr_t)k->num[i].key);
+		h = plabel_hash_u64(h, (uint64_t)k->num[i].num);
+		h = plabel_hash_u64(h, (uintptr_t)k->num[i].unit);
 	}
 	return h;
 }
 
 static bool plabel_sample_eq(const struct plabel_psample *a,
-			     const struct plabel_psample *b)
+			     const struct plabel_skey *b)
 {
 	size_t i;
 
@@ -671,88 +705,211 @@ static void plabel_sample_release(struct plabel_psample *s)
 	free(s->num);
 }
 
-int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
-		       size_t nlocs, const struct plabel_prof_label *labels,
-		       size_t nlabels, int64_t pid, int64_t tid, int64_t count,
-		       int64_t nanos)
+/* Every id names a location; on a built profile they are 1..nlocs. */
+static bool plabel_locs_valid(const struct plabel_prof *p,
+			      const uint64_t *loc_ids, size_t nlocs)
 {
-	struct plabel_psample s = { 0 };
-	size_t i, pos = SIZE_MAX;
-	int ret = -ENOMEM;
+	size_t i;
 
-	if (!p->built || (nlocs && !loc_ids) || (nlabels && !labels))
-		return -EINVAL;
 	for (i = 0; i < nlocs; i++)
-		if (plabel_find_loc(p, loc_ids[i]) == SIZE_MAX)
-			return -EINVAL;
-	for (i = 0; i < nlabels; i++)
+		if (loc_ids[i] - 1 >= p->nlocs)
+			return false;
+	return true;
+}
+
+/*
+ * Intern labels into out, in the order given (the string table keeps the
+ * order strings first appear in), then sort them by key. -EINVAL for a
+ * NULL key or value or a repeated key.
+ */
+static int plabel_labels_intern(struct plabel_prof *p,
+				const struct plabel_prof_label *labels,
+				size_t n, struct plabel_prof_label *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
 		if (!labels[i].key || !labels[i].value)
 			return -EINVAL;
+	for (i = 0; i < n; i++) {
+		out[i].key = plabel_intern(p, labels[i].key);
+		out[i].value = plabel_intern(p, labels[i].value);
+		if (!out[i].key || !out[i].value)
+			return -ENOMEM;
+	}
+	qsort(out, n, sizeof(*out), plabel_label_cmp);
+	for (i = 1; i < n; i++)
+		if (out[i].key == out[i - 1].key)
+			return -EINVAL;
+	return 0;
+}
 
-	s.nlocs = nlocs;
-	s.locs = malloc((nlocs ? nlocs : 1) * sizeof(*s.locs));
+/* "pid" or "tid" as a numeric label, the key interned on first use. */
+static int plabel_num_label(struct plabel_prof *p, const char **key,
+			    const char *name, int64_t num,
+			    struct plabel_prof_numlabel *out)
+{
+	if (!*key)
+		*key = plabel_intern(p, name);
+	if (!*key)
+		return -ENOMEM;
+	out->key = *key;
+	out->num = num;
+	out->unit = p->strs[0]->s;
+	return 0;
+}
+
+/* A copy of the candidate k as a new sample with the values given. */
+static int plabel_sample_insert(struct plabel_prof *p,
+				const struct plabel_skey *k, uint64_t hash,
+				int64_t count, int64_t nanos)
+{
+	struct plabel_psample s = {
+		.nlocs = k->nlocs, .nlabels = k->nlabels, .nnum = k->nnum,
+		.hash = hash,
+	};
+
+	s.locs = malloc((k->nlocs ? k->nlocs : 1) * sizeof(*s.locs));
 	s.values = calloc(p->nstypes, sizeof(*s.values));
-	s.labels = calloc(nlabels ? nlabels : 1, sizeof(*s.labels));
+	s.labels = calloc(k->nlabels ? k->nlabels : 1, sizeof(*s.labels));
 	s.num = calloc(2, sizeof(*s.num));
 	if (!s.locs || !s.values || !s.labels || !s.num)
 		goto err_free;
-	if (nlocs)
-		memcpy(s.locs, loc_ids, nlocs * sizeof(*s.locs));
-	for (i = 0; i < nlabels; i++) {
-		s.labels[i].key = plabel_intern(p, labels[i].key);
-		s.labels[i].value = plabel_intern(p, labels[i].value);
-		if (!s.labels[i].key || !s.labels[i].value)
-			goto err_free;
-	}
-	s.nlabels = nlabels;
-	qsort(s.labels, nlabels, sizeof(*s.labels), plabel_label_cmp);
-	for (i = 1; i < nlabels; i++) {
-		if (s.labels[i].key == s.labels[i - 1].key) {
-			ret = -EINVAL;
-			goto err_free;
-		}
-	}
-	if (pid >= 0) {
-		s.num[s.nnum].key = plabel_intern(p, "pid");
-		s.num[s.nnum].unit = p->strs[0]->s;
-		s.num[s.nnum++].num = pid;
-	}
-	if (tid >= 0) {
-		s.num[s.nnum].key = plabel_intern(p, "tid");
-		s.num[s.nnum].unit = p->strs[0]->s;
-		s.num[s.nnum++].num = tid;
-	}
-	for (i = 0; i < s.nnum; i++)
-		if (!s.num[i].key)
-			goto err_free;
+	if (k->nlocs)
+		memcpy(s.locs, k->locs, k->nlocs * sizeof(*s.locs));
+	if (k->nlabels)
+		memcpy(s.labels, k->labels, k->nlabels * sizeof(*s.labels));
+	if (k->nnum)
+		memcpy(s.num, k->num, k->nnum * sizeof(*s.num));
 	s.values[0] = count;
 	if (p->nstypes > 1)
 		s.values[1] = nanos;
-	s.hash = plabel_sample_hash(&s);
-
-	while ((i = plabel_hmap_next(&p->sample_h, s.hash, &pos)) != SIZE_MAX) {
-		struct plabel_psample *o = &p->samples[i];
-		size_t v;
-
-		if (!plabel_sample_eq(o, &s))
-			continue;
-		for (v = 0; v < p->nstypes; v++)
-			o->values[v] = (int64_t)((uint64_t)o->values[v] +
-						 (uint64_t)s.values[v]);
-		plabel_sample_release(&s);
-		return 0;
-	}
 	if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
 			sizeof(*p->samples)) ||
 	    plabel_hmap_reserve(&p->sample_h))
 		goto err_free;
-	plabel_hmap_put(&p->sample_h, s.hash, p->nsamples);
+	plabel_hmap_put(&p->sample_h, hash, p->nsamples);
 	p->samples[p->nsamples++] = s;
 	return 0;
 
 err_free:
 	plabel_sample_release(&s);
+	return -ENOMEM;
+}
+
+/*
+ * Add the values to the sample (locs, labels, pid, tid), made if new. locs
+ * are checked, labels interned and sorted. Most samples repeat one already
+ * there: those allocate nothing.
+ */
+static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
+			     size_t nlocs,
+			     const struct plabel_prof_label *labels,
+			     size_t nlabels, int64_t pid, int64_t tid,
+			     int64_t count, int64_t nanos)
+{
+	struct plabel_prof_numlabel num[2];
+	struct plabel_skey k = {
+		.locs = locs, .nlocs = nlocs,
+		.labels = labels, .nlabels = nlabels, .num = num,
+	};
+	size_t pos = SIZE_MAX, i;
+	uint64_t hash;
+
+	if (pid >= 0 &&
+	    plabel_num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
+		return -ENOMEM;
+	if (tid >= 0 &&
+	    plabel_num_label(p, &p->tid_key, "tid", tid, &num[k.nnum++]))
+		return -ENOMEM;
+	hash = plabel_sample_hash(&k);
+	while ((i = plabel_hmap_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
+		struct plabel_psample *o = &p->samples[i];
+
+		if (!plabel_sample_eq(o, &k))
+			continue;
+		o->values[0] = (int64_t)((uint64_t)o->values[0] +
+					 (uint64_t)count);
+		if (p->nstypes > 1)
+			o->values[1] = (int64_t)((uint64_t)o->values[1] +
+						 (uint64_t)nanos);
+		return 0;
+	}
+	return plabel_sample_insert(p, &k, hash, count, nanos);
+}
+
+/* Labels up to this many are sorted on the stack. */
+#define PLABEL_PROF_STACK_LABELS	16
+
+int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
+		       size_t nlocs, const struct plabel_prof_label *labels,
+		       size_t nlabels, int64_t pid, int64_t tid, int64_t count,
+		       int64_t nanos)
+{
+	struct plabel_prof_label stack[PLABEL_PROF_STACK_LABELS];
+	struct plabel_prof_label *sorted = stack;
+	int ret;
+
+	if (!p->built || (nlocs && !loc_ids) || (nlabels && !labels) ||
+	    !plabel_locs_valid(p, loc_ids, nlocs))
+		return -EINVAL;
+	if (nlabels > PLABEL_PROF_STACK_LABELS) {
+		sorted = malloc(nlabels * sizeof(*sorted));
+		if (!sorted)
+			return -ENOMEM;
+	}
+	ret = plabel_labels_intern(p, labels, nlabels, sorted);
+	if (!ret)
+		ret = plabel_sample_add(p, loc_ids, nlocs, sorted, nlabels,
+					pid, tid, count, nanos);
+	if (sorted != stack)
+		free(sorted);
 	return ret;
+}
+
+int plabel_prof_labelset(struct plabel_prof *p,
+			 const struct plabel_prof_label *labels,
+			 size_t nlabels, uint32_t *id)
+{
+	struct plabel_plset ls = { .n = nlabels };
+	int ret;
+
+	if (!p->built || (nlabels && !labels))
+		return -EINVAL;
+	if (p->nlsets >= UINT32_MAX)
+		return -ENOMEM;
+	ls.labels = malloc((nlabels ? nlabels : 1) * sizeof(*ls.labels));
+	if (!ls.labels)
+		return -ENOMEM;
+	ret = plabel_labels_intern(p, labels, nlabels, ls.labels);
+	if (!ret && plabel_grow(&p->lsets, &p->caplsets, p->nlsets,
+				sizeof(*p->lsets)))
+		ret = -ENOMEM;
+	if (ret) {
+		free(ls.labels);
+		return ret;
+	}
+	p->lsets[p->nlsets++] = ls;
+	*id = p->nlsets;
+	return 0;
+}
+
+int plabel_prof_sample_labelset(struct plabel_prof *p,
+				const uint64_t *loc_ids, size_t nlocs,
+				uint32_t labelset, int64_t pid, int64_t tid,
+				int64_t count, int64_t nanos)
+{
+	const struct plabel_plset *ls;
+
+	if (!p->built || (nlocs && !loc_ids) || labelset > p->nlsets ||
+	    !plabel_locs_valid(p, loc_ids, nlocs))
+		return -EINVAL;
+	if (!labelset)
+		return plabel_sample_add(p, loc_ids, nlocs, NULL, 0, pid, tid,
+					 count, nanos);
+	ls = &p->lsets[labelset - 1];
+	return plabel_sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
+				 tid, count, nanos);
 }
 
 /* ---- writer ---- */

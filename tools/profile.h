@@ -109,6 +109,24 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 		       size_t nlabels, int64_t pid, int64_t tid, int64_t count,
 		       int64_t nanos);
 
+/*
+ * For many samples with the same labels: check, intern and sort them once
+ * (the rules of plabel_prof_sample()). Each call makes a new set; *id (>= 1)
+ * is for plabel_prof_sample_labelset() on this profile. 0, -EINVAL or
+ * -ENOMEM.
+ */
+int plabel_prof_labelset(struct plabel_prof *p,
+			 const struct plabel_prof_label *labels,
+			 size_t nlabels, uint32_t *id);
+/*
+ * plabel_prof_sample() with the labels of set labelset (0: none). -EINVAL
+ * for an unknown location id or set, -ENOMEM.
+ */
+int plabel_prof_sample_labelset(struct plabel_prof *p,
+				const uint64_t *loc_ids, size_t nlocs,
+				uint32_t labelset, int64_t pid, int64_t tid,
+				int64_t count, int64_t nanos);
+
 /* Gzipped profile.proto to path ("-" for stdout). 0 or a negative errno. */
 int plabel_prof_write(const struct plabel_prof *p, const char *path);
 /* The same into a malloc()ed buffer. */

@@ -307,6 +307,93 @@ TEST(builder_dedup_and_errors)
 	plabel_prof_free(p);
 }
 
+/* Label sets make the same profile as labels passed with every sample. */
+TEST(label_sets)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 10 * NS_PER_MS);
+	struct plabel_prof_line work[] = {
+		{ "inl", "a.c", 3 }, { "work", "a.c", 10 },
+	};
+	struct plabel_prof_line mainl[] = { { "main", "a.c", 20 } };
+	struct plabel_prof_line other[] = { { "other", "b.c", 5 } };
+	struct plabel_prof_label users[] = {
+		{ "tenant", "acme" }, { "endpoint", "/api/users" },
+	};
+	struct plabel_prof_label items[] = { { "endpoint", "/api/items" } };
+	struct plabel_prof_label dup[] = { { "k", "a" }, { "k", "b" } };
+	struct plabel_prof_label nullv[] = { { "k", NULL } };
+	uint64_t m, a, b, c, d, s1[2], s2[2], s3[2], bad = 99;
+	struct plabel_prof_sample_info si;
+	uint32_t users_set, items_set, again, id = 0;
+	struct plabel_prof *q;
+	const char *err;
+	uint8_t *buf;
+	size_t len;
+
+	ASSERT_NE(NULL, p);
+	m = plabel_prof_mapping(p, 0x400000, 0x500000, 0x1000, "/usr/bin/demo",
+				"abcd");
+	a = plabel_prof_location(p, m, 0x401000, work, 2);
+	b = plabel_prof_location(p, m, 0x402000, mainl, 1);
+	c = plabel_prof_location(p, m, 0x403000, other, 1);
+	d = plabel_prof_location(p, m, 0x404000, NULL, 0);
+	s1[0] = a, s1[1] = b;
+	s2[0] = c, s2[1] = b;
+	s3[0] = d, s3[1] = b;
+	/* small_profile() with sets: strings interned in the same order */
+	ASSERT_EQ(0, plabel_prof_labelset(p, users, 2, &users_set));
+	EXPECT_EQ(0, plabel_prof_sample_labelset(p, s1, 2, users_set, 100, 101,
+						 30, 300 * NS_PER_MS));
+	EXPECT_EQ(0, plabel_prof_sample_labelset(p, s1, 2, users_set, 100, 101,
+						 30, 300 * NS_PER_MS));
+	ASSERT_EQ(0, plabel_prof_labelset(p, items, 1, &items_set));
+	EXPECT_NE(users_set, items_set);
+	EXPECT_EQ(0, plabel_prof_sample_labelset(p, s2, 2, items_set, 100, 102,
+						 50, 500 * NS_PER_MS));
+	EXPECT_EQ(0, plabel_prof_sample_labelset(p, s3, 2, 0, -1, -1, 1,
+						 4 * NS_PER_MS));
+	plabel_prof_set_time(p, 1700000000000000000LL, 2000 * NS_PER_MS);
+	plabel_prof_add_comment(p, "recorded by a test");
+	EXPECT_TRUE(encodes_like_small(p));
+
+	/* the rules of plabel_prof_sample() */
+	EXPECT_EQ(-EINVAL, plabel_prof_labelset(p, dup, 2, &id));
+	EXPECT_EQ(-EINVAL, plabel_prof_labelset(p, nullv, 1, &id));
+	EXPECT_EQ(-EINVAL, plabel_prof_labelset(p, NULL, 1, &id));
+	EXPECT_EQ(0, id);
+	EXPECT_EQ(-EINVAL, plabel_prof_sample_labelset(p, s1, 2, 99, -1, -1, 1,
+							1));
+	EXPECT_EQ(-EINVAL, plabel_prof_sample_labelset(p, &bad, 1, users_set,
+							-1, -1, 1, 1));
+	EXPECT_EQ(-EINVAL, plabel_prof_sample_labelset(p, NULL, 1, users_set,
+							-1, -1, 1, 1));
+	ASSERT_EQ(3, plabel_prof_num_samples(p));
+
+	/* a new set of the same labels, or the labels given again, merge */
+	ASSERT_EQ(0, plabel_prof_labelset(p, users, 2, &again));
+	EXPECT_NE(users_set, again);
+	EXPECT_EQ(0, plabel_prof_sample_labelset(p, s1, 2, again, 100, 101, 1,
+						 1));
+	EXPECT_EQ(0, plabel_prof_sample(p, s1, 2, users, 2, 100, 101, 1, 1));
+	ASSERT_EQ(3, plabel_prof_num_samples(p));
+	plabel_prof_get_sample(p, 0, &si);
+	EXPECT_EQ(62, si.values[0]);
+	EXPECT_EQ(600 * NS_PER_MS + 2, si.values[1]);
+	ASSERT_EQ(2, si.nlabels);
+	EXPECT_STREQ("endpoint", si.labels[0].key);
+	EXPECT_STREQ("tenant", si.labels[1].key);
+
+	/* a profile read back is not built on */
+	ASSERT_EQ(0, plabel_prof_encode(p, &buf, &len));
+	ASSERT_EQ(0, plabel_prof_decode(buf, len, &q, &err));
+	EXPECT_EQ(-EINVAL, plabel_prof_labelset(q, items, 1, &id));
+	EXPECT_EQ(-EINVAL, plabel_prof_sample_labelset(q, NULL, 0, 0, -1, -1,
+							1, 1));
+	free(buf);
+	plabel_prof_free(q);
+	plabel_prof_free(p);
+}
+
 TEST(main_mapping_written_first)
 {
 	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 1000), *q;
