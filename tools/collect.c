@@ -13,11 +13,14 @@
 
 #define PLABEL_MAX_FRAMES	1024
 #define PLABEL_KERNEL_START	0xffff800000000000ULL
+/* Mappings of one process generation that addresses are looked up in. */
+#define PLABEL_VIEW_MAX		256
 
 struct plabel_lset {
 	uint64_t id;
 	uint32_t count;
 	struct plabel_prof_label *labels;	/* strings malloc()ed */
+	uint32_t prof_set;	/* its set in the profile being built, 0: none */
 };
 
 struct plabel_proc {
@@ -27,8 +30,21 @@ struct plabel_proc {
 	size_t nmaps, cap;
 	uint32_t *map_gen;	/* generation of maps[i] */
 	uint8_t *map_fallback;	/* maps[i] came from /proc */
+	uint64_t *map_mid;	/* maps[i]'s id in the profile being built */
 	uint64_t *exec_times;	/* EXEC record times */
 	size_t nexec, exec_cap;
+
+	/*
+	 * The mappings of generation view_gen as one array, what the
+	 * unwinder and the address lookups take: real ones first, /proc
+	 * fallbacks after. Samples of a process nearly always share it, so
+	 * it is kept until a mapping or an exec is added.
+	 */
+	struct plabel_map *view;
+	uint32_t *view_idx;	/* view[k] is a copy of maps[view_idx[k]] */
+	size_t nview, view_cap;
+	uint32_t view_gen;
+	int view_ok;
 };
 
 struct plabel_csample {
@@ -85,7 +101,10 @@ static void plabel_proc_free(struct plabel_proc *p)
 	plabel_maps_free(p->maps, p->nmaps);
 	free(p->map_gen);
 	free(p->map_fallback);
+	free(p->map_mid);
 	free(p->exec_times);
+	free(p->view);
+	free(p->view_idx);
 }
 
 void plabel_collect_free(struct plabel_collect *c)
@@ -238,16 +257,6 @@ static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
 	return g;
 }
 
-static int plabel_proc_has_gen(const struct plabel_proc *p, uint32_t g)
-{
-	size_t i;
-
-	for (i = 0; i < p->nmaps; i++)
-		if (p->map_gen[i] == g)
-			return 1;
-	return 0;
-}
-
 static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 			       uint64_t start, uint64_t end, uint64_t off,
 			       uint64_t t, const char *path, size_t path_len,
@@ -264,8 +273,10 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 		    strlen(m->path) == path_len &&
 		    !memcmp(m->path, path, path_len) &&
 		    p->map_gen[i] == plabel_proc_gen(p, t)) {
-			if (!fallback)
+			if (!fallback && p->map_fallback[i]) {
 				p->map_fallback[i] = 0;
+				p->view_ok = 0;	/* its place in the view moves */
+			}
 			return 0;
 		}
 	}
@@ -312,6 +323,7 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 	p->map_gen[p->nmaps] = plabel_proc_gen(p, t);
 	p->map_fallback[p->nmaps] = fallback;
 	p->nmaps++;
+	p->view_ok = 0;
 	return 0;
 }
 
@@ -336,20 +348,41 @@ static int plabel_proc_read_maps(struct plabel_collect *c,
 }
 
 /*
- * The mappings of p valid at time t, into a scratch array (real ones first,
- * /proc fallbacks after). Returns the count.
+ * Make p's view the mappings of generation gen (at most PLABEL_VIEW_MAX).
+ * 0 or -ENOMEM.
  */
-static size_t plabel_proc_maps_at(const struct plabel_proc *p, uint64_t t,
-				  struct plabel_map *out, size_t max)
+static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 {
-	uint32_t g = plabel_proc_gen(p, t);
-	size_t n = 0, i, pass;
+	size_t n = 0, i, pass, max;
 
-	for (pass = 0; pass < 2; pass++)
-		for (i = 0; i < p->nmaps && n < max; i++)
-			if (p->map_gen[i] == g && p->map_fallback[i] == pass)
-				out[n++] = p->maps[i];
-	return n;
+	if (p->view_ok && p->view_gen == gen)
+		return 0;
+	max = p->nmaps < PLABEL_VIEW_MAX ? p->nmaps : PLABEL_VIEW_MAX;
+	if (max > p->view_cap) {
+		struct plabel_map *v = realloc(p->view, max * sizeof(*v));
+		uint32_t *vi;
+
+		if (!v)
+			return -ENOMEM;
+		p->view = v;
+		vi = realloc(p->view_idx, max * sizeof(*vi));
+		if (!vi)
+			return -ENOMEM;
+		p->view_idx = vi;
+		p->view_cap = max;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < p->nmaps && n < max; i++) {
+			if (p->map_gen[i] != gen || p->map_fallback[i] != pass)
+				continue;
+			p->view[n] = p->maps[i];
+			p->view_idx[n++] = i;
+		}
+	}
+	p->nview = n;
+	p->view_gen = gen;
+	p->view_ok = 1;
+	return 0;
 }
 
 static int plabel_add_sample(struct plabel_collect *c,
@@ -361,6 +394,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 	size_t nk = h->nr_kernel, nu = h->nr_user, i;
 	const uint64_t *user = NULL;
 	int nunw = -1;
+	uint32_t gen;
 
 	if (r->type == PLABEL_REC_SAMPLE)
 		c->st.samples++;
@@ -373,21 +407,21 @@ static int plabel_add_sample(struct plabel_collect *c,
 	 * No mappings known for the image this sample ran in (yet): read
 	 * them while the process is there, once per exec generation.
 	 */
-	if (!plabel_proc_has_gen(p, plabel_proc_gen(p, h->time_ns)) &&
-	    p->tried_gen != plabel_proc_gen(p, h->time_ns) + 1 &&
-	    plabel_proc_read_maps(c, p, h->time_ns))
+	gen = plabel_proc_gen(p, h->time_ns);
+	if (plabel_proc_view(p, gen))
+		return -ENOMEM;
+	if (!p->nview && p->tried_gen != gen + 1 &&
+	    (plabel_proc_read_maps(c, p, h->time_ns) ||
+	     plabel_proc_view(p, gen)))
 		return -ENOMEM;
 
 	/* user regs: where it was interrupted, or entered the kernel */
 	if (r->u.sample.has_regs) {
-		struct plabel_map maps[256];
-		size_t nmaps = plabel_proc_maps_at(p, h->time_ns, maps, 256);
-
 		if (!c->unwinder)
 			c->unwinder = plabel_unwinder_new();
 		if (!c->unwinder)
 			return -ENOMEM;
-		nunw = plabel_unwind(c->unwinder, maps, nmaps,
+		nunw = plabel_unwind(c->unwinder, p->view, p->nview,
 				     r->u.sample.regs, r->u.sample.stack,
 				     h->stack_size, c->ipbuf,
 				     PLABEL_MAX_FRAMES);
@@ -465,6 +499,7 @@ int plabel_collect_record(struct plabel_collect *c,
 			p->exec_cap = ncap;
 		}
 		p->exec_times[p->nexec++] = r->u.exec.time_ns;
+		p->view_ok = 0;	/* generations after it move up */
 		/* maps seen before (e.g. from /proc) keep their generation */
 		return 0;
 	default:
@@ -630,19 +665,36 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 	return *slot;
 }
 
-static uint64_t plabel_user_loc(struct plabel_build *b,
-				const struct plabel_map *m, uint64_t ip,
-				int leaf)
+/*
+ * The profile's id of mapping view[k] of p. Looked up once per mapping
+ * and profile: interning and hashing its path for every frame was the
+ * largest cost of building.
+ */
+static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
+				size_t k)
+{
+	uint64_t *mid = &p->map_mid[p->view_idx[k]];
+	const struct plabel_map *m = &p->view[k];
+
+	if (!*mid)
+		*mid = plabel_prof_mapping(b->prof, m->start, m->end,
+					   m->offset, m->path, m->elf ?
+					   plabel_elf_build_id(m->elf) : NULL);
+	return *mid;
+}
+
+/* The location of user address ip of p (leaf: not a return address). */
+static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
+				uint64_t ip, int leaf)
 {
 	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
 	struct plabel_prof_line lines[PLABEL_SYM_MAX_FRAMES];
+	const struct plabel_map *m = plabel_maps_find(p->view, p->nview, ip);
 	uint64_t mid = 0, bias, *slot;
 	int n = 0, i;
 
 	if (m) {
-		mid = plabel_prof_mapping(b->prof, m->start, m->end, m->offset,
-					  m->path, m->elf ?
-					  plabel_elf_build_id(m->elf) : NULL);
+		mid = plabel_view_mid(b, p, m - p->view);
 		if (!mid)
 			return 0;
 		plabel_count_use(b, mid);
@@ -674,22 +726,58 @@ static int plabel_lset_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/*
+ * Add sample s, at locations locs, to the profile: with its label set,
+ * whose labels the profile checks and interns once, not for every sample.
+ */
+static int plabel_build_add(struct plabel_build *b,
+			    const struct plabel_csample *s,
+			    const uint64_t *locs, size_t nlocs)
+{
+	struct plabel_collect *c = b->c;
+	int pids = c->flags & PLABEL_COLLECT_PID_LABELS;
+	int64_t pid = pids ? (int64_t)s->pid : -1;
+	int64_t tid = pids ? (int64_t)s->tid : -1;
+	int64_t nanos = s->type == PLABEL_REC_SAMPLE ? (int64_t)c->period_ns :
+						       0;
+	struct plabel_prof_label unres;
+	struct plabel_lset *ls = NULL;
+	char idbuf[32];
+	int ret;
+
+	if (s->set_id) {
+		ls = plabel_lset_find(c, s->set_id);
+		if (!ls) {
+			/* never drop it silently: name the missing set */
+			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, s->set_id);
+			unres.key = "plabel_unresolved_set";
+			unres.value = idbuf;
+			c->st.unresolved++;
+			return plabel_prof_sample(b->prof, locs, nlocs, &unres,
+						  1, pid, tid, 1, nanos);
+		}
+		if (!ls->prof_set) {
+			ret = plabel_prof_labelset(b->prof, ls->labels,
+						   ls->count, &ls->prof_set);
+			if (ret)
+				return ret;
+		}
+	}
+	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
+					   ls ? ls->prof_set : 0, pid, tid, 1,
+					   nanos);
+}
+
 static int plabel_build_sample(struct plabel_build *b,
 			       const struct plabel_csample *s, uint64_t *locs)
 {
-	struct plabel_collect *c = b->c;
-	struct plabel_map maps[256];
-	struct plabel_prof_label unres;
-	const struct plabel_prof_label *labels = NULL;
 	struct plabel_proc *p;
-	size_t nlocs = 0, nlabels = 0, nmaps = 0, i;
-	char idbuf[32];
+	size_t nlocs = 0, i;
 	int cpu = s->type == PLABEL_REC_SAMPLE;
 
-	p = plabel_proc_get(c, s->pid);
-	if (!p)
+	p = plabel_proc_get(b->c, s->pid);
+	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
 		return -ENOMEM;
-	nmaps = plabel_proc_maps_at(p, s->time_ns, maps, 256);
 	for (i = 0; i < s->nk + s->nu && nlocs < PLABEL_MAX_FRAMES; i++) {
 		uint64_t ip = s->ips[i], id;
 
@@ -698,36 +786,38 @@ static int plabel_build_sample(struct plabel_build *b,
 		if (i < s->nk || ip >= PLABEL_KERNEL_START)
 			id = plabel_kernel_loc(b, ip);
 		else
-			id = plabel_user_loc(b, plabel_maps_find(maps, nmaps,
-								 ip),
-					     ip, i == 0 || (i == s->nk &&
-							    cpu && !s->nk));
+			id = plabel_user_loc(b, p, ip, i == 0 ||
+					     (i == s->nk && cpu && !s->nk));
 		if (!id)
 			return -ENOMEM;
 		locs[nlocs++] = id;
 	}
-	if (s->set_id) {
-		struct plabel_lset *ls = plabel_lset_find(c, s->set_id);
+	return plabel_build_add(b, s, locs, nlocs);
+}
 
-		if (ls) {
-			labels = ls->labels;
-			nlabels = ls->count;
-		} else {
-			/* never drop it silently: name the missing set */
-			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, s->set_id);
-			unres.key = "plabel_unresolved_set";
-			unres.value = idbuf;
-			labels = &unres;
-			nlabels = 1;
-			c->st.unresolved++;
-		}
+/*
+ * Forget the ids of the previous profile: mapping ids per process mapping,
+ * label sets.
+ */
+static int plabel_build_reset(struct plabel_collect *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nprocs; i++) {
+		struct plabel_proc *p = &c->procs[i];
+		uint64_t *mid;
+
+		if (!p->nmaps)
+			continue;
+		mid = realloc(p->map_mid, p->nmaps * sizeof(*mid));
+		if (!mid)
+			return -ENOMEM;
+		memset(mid, 0, p->nmaps * sizeof(*mid));
+		p->map_mid = mid;
 	}
-	return plabel_prof_sample(b->prof, locs, nlocs, labels, nlabels,
-				  c->flags & PLABEL_COLLECT_PID_LABELS ?
-				  (int64_t)s->pid : -1,
-				  c->flags & PLABEL_COLLECT_PID_LABELS ?
-				  (int64_t)s->tid : -1,
-				  1, cpu ? (int64_t)c->period_ns : 0);
+	for (i = 0; i < c->nlsets; i++)
+		c->lsets[i].prof_set = 0;
+	return 0;
 }
 
 static int plabel_build_one(struct plabel_collect *c, uint32_t type,
@@ -737,8 +827,11 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	uint64_t *locs;
 	char comment[96];
 	size_t i;
-	int ret = 0;
+	int ret;
 
+	ret = plabel_build_reset(c);
+	if (ret)
+		return ret;
 	locs = malloc(PLABEL_MAX_FRAMES * sizeof(*locs));
 	if (!locs)
 		return -ENOMEM;
