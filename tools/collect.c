@@ -20,7 +20,7 @@ struct plabel_lset {
 	uint64_t id;
 	uint32_t count;
 	struct plabel_prof_label *labels;	/* strings malloc()ed */
-	uint32_t prof_set;	/* its set in the profile being built, 0: none */
+	uint32_t prof_set;	/* its id in the profile being built; 0: none */
 };
 
 struct plabel_proc {
@@ -47,19 +47,39 @@ struct plabel_proc {
 	int view_ok;
 };
 
-struct plabel_csample {
-	uint32_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint32_t pid, tid;
+/*
+ * A distinct call chain. Millions of samples repeat some thousands of
+ * chains, so each is stored once and a sample names it: a sample is then
+ * 32 bytes, not an allocation of its own copy, and building resolves a
+ * chain's addresses once per process image, not once per sample.
+ */
+struct plabel_chain {
+	uint64_t hash;
 	uint32_t nk, nu;	/* kernel and user frames in ips */
-	uint64_t time_ns;
-	uint64_t set_id;
 	uint64_t ips[];
 };
 
-/* (mapping id or kernel marker, address) -> location id */
-struct plabel_loc_ent {
+/* Chains are packed into large blocks, newest first. */
+struct plabel_cblock {
+	struct plabel_cblock *next;
+	size_t used, size;	/* bytes of data */
+	uint64_t data[];
+};
+
+#define PLABEL_CBLOCK_BYTES	(256U << 10)
+
+struct plabel_csample {
+	uint32_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
+	uint32_t pid, tid;
+	uint32_t chain;		/* index into chains */
+	uint64_t time_ns;
+	uint64_t set_id;
+};
+
+/* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
+struct plabel_pair_ent {
 	uint64_t key_a, key_b;
-	uint64_t loc;
+	uint64_t val;
 };
 
 struct plabel_collect {
@@ -75,8 +95,16 @@ struct plabel_collect {
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
 
-	struct plabel_csample **samples;
+	struct plabel_csample *samples;
 	size_t nsamples, samples_cap;
+
+	struct plabel_chain **chains;	/* by index */
+	size_t nchains, chains_cap;
+	uint32_t *chain_tab;	/* hash table of chain index + 1; 0: free */
+	size_t chain_tab_cap;	/* a power of two */
+	struct plabel_cblock *cblocks;
+	uint64_t *chainbuf;	/* a sample's chain while it is looked up */
+	size_t chainbuf_cap;
 
 	struct plabel_unwinder *unwinder;
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
@@ -124,9 +152,16 @@ void plabel_collect_free(struct plabel_collect *c)
 	for (i = 0; i < c->nprocs; i++)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
-	for (i = 0; i < c->nsamples; i++)
-		free(c->samples[i]);
 	free(c->samples);
+	free(c->chains);
+	free(c->chain_tab);
+	while (c->cblocks) {
+		struct plabel_cblock *b = c->cblocks;
+
+		c->cblocks = b->next;
+		free(b);
+	}
+	free(c->chainbuf);
 	plabel_unwinder_free(c->unwinder);
 	free(c);
 }
@@ -274,8 +309,9 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 		    !memcmp(m->path, path, path_len) &&
 		    p->map_gen[i] == plabel_proc_gen(p, t)) {
 			if (!fallback && p->map_fallback[i]) {
+				/* real now: its place in the view moves */
 				p->map_fallback[i] = 0;
-				p->view_ok = 0;	/* its place in the view moves */
+				p->view_ok = 0;
 			}
 			return 0;
 		}
@@ -385,6 +421,108 @@ static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 	return 0;
 }
 
+/* A word at a time: cheap next to the memory it saves. */
+static uint64_t plabel_chain_hash(const uint64_t *ips, size_t n, uint32_t nk)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h = (h ^ ips[i]) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+/* Room for a chain of n addresses. */
+static struct plabel_chain *plabel_chain_alloc(struct plabel_collect *c,
+					       size_t n)
+{
+	size_t sz = sizeof(struct plabel_chain) + n * sizeof(uint64_t);
+	struct plabel_cblock *b = c->cblocks;
+	struct plabel_chain *ch;
+
+	if (!b || b->size - b->used < sz) {
+		size_t bsz = sz > PLABEL_CBLOCK_BYTES ? sz :
+			     PLABEL_CBLOCK_BYTES;
+
+		b = malloc(sizeof(*b) + bsz);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->size = bsz;
+		b->next = c->cblocks;
+		c->cblocks = b;
+	}
+	ch = (struct plabel_chain *)((char *)b->data + b->used);
+	b->used += sz;
+	return ch;
+}
+
+/* Keep the chain table at most half full. 0 or -ENOMEM. */
+static int plabel_chain_tab_reserve(struct plabel_collect *c)
+{
+	size_t ncap, i, j;
+	uint32_t *nt;
+
+	if ((c->nchains + 1) * 2 <= c->chain_tab_cap)
+		return 0;
+	ncap = c->chain_tab_cap ? c->chain_tab_cap * 2 : 1024;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	for (j = 0; j < c->nchains; j++) {
+		i = c->chains[j]->hash & (ncap - 1);
+		while (nt[i])
+			i = (i + 1) & (ncap - 1);
+		nt[i] = j + 1;
+	}
+	free(c->chain_tab);
+	c->chain_tab = nt;
+	c->chain_tab_cap = ncap;
+	return 0;
+}
+
+/*
+ * The index of the chain of nk kernel and nu user addresses ips, stored if
+ * new. 0 or -ENOMEM.
+ */
+static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
+			    uint32_t nk, uint32_t nu, uint32_t *idx)
+{
+	size_t n = (size_t)nk + nu, i;
+	uint64_t h = plabel_chain_hash(ips, n, nk);
+	struct plabel_chain *ch;
+
+	if (plabel_chain_tab_reserve(c))
+		return -ENOMEM;
+	for (i = h & (c->chain_tab_cap - 1); c->chain_tab[i];
+	     i = (i + 1) & (c->chain_tab_cap - 1)) {
+		ch = c->chains[c->chain_tab[i] - 1];
+		if (ch->hash == h && ch->nk == nk && ch->nu == nu &&
+		    (!n || !memcmp(ch->ips, ips, n * sizeof(*ips)))) {
+			*idx = c->chain_tab[i] - 1;
+			return 0;
+		}
+	}
+	if (c->nchains >= UINT32_MAX - 1 ||
+	    plabel_grow(&c->chains, &c->chains_cap, c->nchains,
+			sizeof(*c->chains)))
+		return -ENOMEM;
+	ch = plabel_chain_alloc(c, n);
+	if (!ch)
+		return -ENOMEM;
+	ch->hash = h;
+	ch->nk = nk;
+	ch->nu = nu;
+	if (n)		/* ips may be NULL then */
+		memcpy(ch->ips, ips, n * sizeof(*ips));
+	*idx = c->nchains;
+	c->chains[c->nchains++] = ch;
+	c->chain_tab[i] = c->nchains;
+	return 0;
+}
+
 static int plabel_add_sample(struct plabel_collect *c,
 			     const struct plabel_dec_rec *r)
 {
@@ -393,8 +531,8 @@ static int plabel_add_sample(struct plabel_collect *c,
 	struct plabel_proc *p;
 	size_t nk = h->nr_kernel, nu = h->nr_user, i;
 	const uint64_t *user = NULL;
-	int nunw = -1;
-	uint32_t gen;
+	uint32_t gen, chain;
+	int nunw = -1, ret;
 
 	if (r->type == PLABEL_REC_SAMPLE)
 		c->st.samples++;
@@ -433,26 +571,32 @@ static int plabel_add_sample(struct plabel_collect *c,
 			nu = nunw;
 		}
 	}
-	s = malloc(sizeof(*s) + (nk + nu) * sizeof(uint64_t));
-	if (!s)
+	if (nk + nu > c->chainbuf_cap) {
+		uint64_t *nb = realloc(c->chainbuf, (nk + nu) * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		c->chainbuf = nb;
+		c->chainbuf_cap = nk + nu;
+	}
+	for (i = 0; i < nk; i++)
+		c->chainbuf[i] = plabel_dec_ip(r, i);
+	for (i = 0; i < nu; i++)
+		c->chainbuf[nk + i] = user ? user[i] :
+					     plabel_dec_ip(r, nk + i);
+	ret = plabel_chain_get(c, c->chainbuf, nk, nu, &chain);
+	if (ret)
+		return ret;
+	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
+			sizeof(*c->samples)))
 		return -ENOMEM;
+	s = &c->samples[c->nsamples++];
 	s->type = r->type;
 	s->pid = h->pid;
 	s->tid = h->tid;
+	s->chain = chain;
 	s->time_ns = h->time_ns;
 	s->set_id = h->set_id;
-	s->nk = nk;
-	s->nu = nu;
-	for (i = 0; i < nk; i++)
-		s->ips[i] = plabel_dec_ip(r, i);
-	for (i = 0; i < nu; i++)
-		s->ips[nk + i] = user ? user[i] : plabel_dec_ip(r, nk + i);
-	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
-			sizeof(*c->samples))) {
-		free(s);
-		return -ENOMEM;
-	}
-	c->samples[c->nsamples++] = s;
 	return 0;
 }
 
@@ -531,8 +675,8 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-struct plabel_loc_cache {
-	struct plabel_loc_ent *ents;
+struct plabel_pair_map {
+	struct plabel_pair_ent *ents;
 	size_t cap, n;
 };
 
@@ -546,47 +690,57 @@ static uint64_t plabel_hash2(uint64_t a, uint64_t b)
 	return h;
 }
 
-static uint64_t *plabel_loc_slot(struct plabel_loc_cache *lc, uint64_t a,
-				 uint64_t b)
+/*
+ * The value slot of (a, b), added if new (then 0: the caller fills it in,
+ * or undoes the add with pm->n-- on failure). NULL on ENOMEM.
+ */
+static uint64_t *plabel_pair_slot(struct plabel_pair_map *pm, uint64_t a,
+				  uint64_t b)
 {
 	size_t i;
 
-	if ((lc->n + 1) * 2 > lc->cap) {
-		size_t ncap = lc->cap ? lc->cap * 2 : 1024, j;
-		struct plabel_loc_ent *ne = calloc(ncap, sizeof(*ne));
+	if ((pm->n + 1) * 2 > pm->cap) {
+		size_t ncap = pm->cap ? pm->cap * 2 : 1024, j;
+		struct plabel_pair_ent *ne = calloc(ncap, sizeof(*ne));
 
 		if (!ne)
 			return NULL;
-		for (j = 0; j < lc->cap; j++) {
-			struct plabel_loc_ent *e = &lc->ents[j];
+		for (j = 0; j < pm->cap; j++) {
+			struct plabel_pair_ent *e = &pm->ents[j];
 
-			if (!e->loc)
+			if (!e->val)
 				continue;
 			i = plabel_hash2(e->key_a, e->key_b) & (ncap - 1);
-			while (ne[i].loc)
+			while (ne[i].val)
 				i = (i + 1) & (ncap - 1);
 			ne[i] = *e;
 		}
-		free(lc->ents);
-		lc->ents = ne;
-		lc->cap = ncap;
+		free(pm->ents);
+		pm->ents = ne;
+		pm->cap = ncap;
 	}
-	i = plabel_hash2(a, b) & (lc->cap - 1);
-	while (lc->ents[i].loc) {
-		if (lc->ents[i].key_a == a && lc->ents[i].key_b == b)
-			return &lc->ents[i].loc;
-		i = (i + 1) & (lc->cap - 1);
+	i = plabel_hash2(a, b) & (pm->cap - 1);
+	while (pm->ents[i].val) {
+		if (pm->ents[i].key_a == a && pm->ents[i].key_b == b)
+			return &pm->ents[i].val;
+		i = (i + 1) & (pm->cap - 1);
 	}
-	lc->ents[i].key_a = a;
-	lc->ents[i].key_b = b;
-	lc->n++;
-	return &lc->ents[i].loc;	/* 0: caller fills it */
+	pm->ents[i].key_a = a;
+	pm->ents[i].key_b = b;
+	pm->n++;
+	return &pm->ents[i].val;
 }
 
 struct plabel_build {
 	struct plabel_collect *c;
 	struct plabel_prof *prof;
-	struct plabel_loc_cache lc;
+	/* (mapping id, or the kernel's, and address) -> location id */
+	struct plabel_pair_map lc;
+	/* (generation << 32 | chain, pid) -> 1 + offset of its entry in res */
+	struct plabel_pair_map rc;
+	/* resolved chains: nlocs, nmids, location ids, user mapping ids */
+	uint64_t *res;
+	size_t nres, res_cap;
 	uint64_t kmap;		/* kernel mapping id */
 	uint64_t *uses;		/* frames per user mapping id */
 	size_t nuses;
@@ -652,7 +806,7 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 		if (!b->kmap)
 			return 0;
 	}
-	slot = plabel_loc_slot(&b->lc, b->kmap, ip);
+	slot = plabel_pair_slot(&b->lc, b->kmap, ip);
 	if (!slot)
 		return 0;
 	if (*slot)
@@ -683,23 +837,26 @@ static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
 	return *mid;
 }
 
-/* The location of user address ip of p (leaf: not a return address). */
+/*
+ * The location of user address ip of p (leaf: not a return address), and
+ * in *mid its mapping's id (0: none).
+ */
 static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
-				uint64_t ip, int leaf)
+				uint64_t ip, int leaf, uint64_t *mid)
 {
 	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
 	struct plabel_prof_line lines[PLABEL_SYM_MAX_FRAMES];
 	const struct plabel_map *m = plabel_maps_find(p->view, p->nview, ip);
-	uint64_t mid = 0, bias, *slot;
+	uint64_t bias, *slot;
 	int n = 0, i;
 
+	*mid = 0;
 	if (m) {
-		mid = plabel_view_mid(b, p, m - p->view);
-		if (!mid)
+		*mid = plabel_view_mid(b, p, m - p->view);
+		if (!*mid)
 			return 0;
-		plabel_count_use(b, mid);
 	}
-	slot = plabel_loc_slot(&b->lc, mid, ip);
+	slot = plabel_pair_slot(&b->lc, *mid, ip);
 	if (!slot)
 		return 0;
 	if (*slot)
@@ -713,7 +870,7 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 		lines[i].file = fr[i].file;
 		lines[i].line = fr[i].line;
 	}
-	*slot = plabel_prof_location(b->prof, mid, ip, lines, n);
+	*slot = plabel_prof_location(b->prof, *mid, ip, lines, n);
 	if (!*slot)
 		b->lc.n--;
 	return *slot;
@@ -768,31 +925,97 @@ static int plabel_build_add(struct plabel_build *b,
 					   nanos);
 }
 
-static int plabel_build_sample(struct plabel_build *b,
-			       const struct plabel_csample *s, uint64_t *locs)
+/* Room for n more words in b->res. 0 or -ENOMEM. */
+static int plabel_res_reserve(struct plabel_build *b, size_t n)
 {
-	struct plabel_proc *p;
-	size_t nlocs = 0, i;
-	int cpu = s->type == PLABEL_REC_SAMPLE;
+	size_t ncap = b->res_cap ? b->res_cap : 4096;
+	uint64_t *nr;
 
-	p = plabel_proc_get(b->c, s->pid);
-	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
+	if (b->nres + n <= b->res_cap)
+		return 0;
+	while (ncap < b->nres + n)
+		ncap *= 2;
+	nr = realloc(b->res, ncap * sizeof(*nr));
+	if (!nr)
 		return -ENOMEM;
-	for (i = 0; i < s->nk + s->nu && nlocs < PLABEL_MAX_FRAMES; i++) {
-		uint64_t ip = s->ips[i], id;
+	b->res = nr;
+	b->res_cap = ncap;
+	return 0;
+}
+
+/*
+ * Resolve the chain of s in p's generation gen: append to b->res the
+ * location ids, then the mapping ids of the user frames that have one,
+ * and set *slot to 1 + the entry's offset. What each address resolves to
+ * does not depend on the sample, so samples of one chain share this.
+ */
+static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
+			  uint32_t gen, const struct plabel_csample *s,
+			  uint64_t *slot)
+{
+	const struct plabel_chain *ch = b->c->chains[s->chain];
+	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
+	int cpu = s->type == PLABEL_REC_SAMPLE;
+	uint64_t *e, *mids;
+
+	max = n < PLABEL_MAX_FRAMES ? n : PLABEL_MAX_FRAMES;
+	if (plabel_proc_view(p, gen) || plabel_res_reserve(b, 2 + 2 * max))
+		return -ENOMEM;
+	e = b->res + b->nres;
+	mids = e + 2 + max;	/* moved down behind the locations at the end */
+	for (i = 0; i < n && nlocs < PLABEL_MAX_FRAMES; i++) {
+		uint64_t ip = ch->ips[i], id, mid = 0;
 
 		if (!ip)
 			continue;
-		if (i < s->nk || ip >= PLABEL_KERNEL_START)
+		if (i < ch->nk || ip >= PLABEL_KERNEL_START)
 			id = plabel_kernel_loc(b, ip);
 		else
 			id = plabel_user_loc(b, p, ip, i == 0 ||
-					     (i == s->nk && cpu && !s->nk));
+					     (i == ch->nk && cpu && !ch->nk),
+					     &mid);
 		if (!id)
 			return -ENOMEM;
-		locs[nlocs++] = id;
+		e[2 + nlocs++] = id;
+		if (mid)
+			mids[nmids++] = mid;
 	}
-	return plabel_build_add(b, s, locs, nlocs);
+	e[0] = nlocs;
+	e[1] = nmids;
+	memmove(e + 2 + nlocs, mids, nmids * sizeof(*mids));
+	*slot = b->nres + 1;
+	b->nres += 2 + nlocs + nmids;
+	return 0;
+}
+
+static int plabel_build_sample(struct plabel_build *b,
+			       const struct plabel_csample *s)
+{
+	struct plabel_proc *p = plabel_proc_get(b->c, s->pid);
+	const uint64_t *e;
+	uint64_t *slot;
+	uint32_t gen;
+	size_t i;
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	gen = plabel_proc_gen(p, s->time_ns);
+	slot = plabel_pair_slot(&b->rc, (uint64_t)gen << 32 | s->chain,
+				s->pid);
+	if (!slot)
+		return -ENOMEM;
+	if (!*slot) {
+		ret = plabel_resolve(b, p, gen, s, slot);
+		if (ret) {
+			b->rc.n--;
+			return ret;
+		}
+	}
+	e = b->res + *slot - 1;
+	for (i = 0; i < e[1]; i++)
+		plabel_count_use(b, e[2 + e[0] + i]);
+	return plabel_build_add(b, s, e + 2, e[0]);
 }
 
 /*
@@ -824,7 +1047,6 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 			    struct plabel_prof *prof)
 {
 	struct plabel_build b = { .c = c, .prof = prof };
-	uint64_t *locs;
 	char comment[96];
 	size_t i;
 	int ret;
@@ -832,11 +1054,8 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	ret = plabel_build_reset(c);
 	if (ret)
 		return ret;
-	locs = malloc(PLABEL_MAX_FRAMES * sizeof(*locs));
-	if (!locs)
-		return -ENOMEM;
 	for (i = 0; i < c->nsamples && !ret; i++) {
-		const struct plabel_csample *cs = c->samples[i];
+		const struct plabel_csample *cs = &c->samples[i];
 
 		if (cs->type != type)
 			continue;
@@ -846,10 +1065,11 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 			if (p && p->nexec && !plabel_proc_gen(p, cs->time_ns))
 				continue;
 		}
-		ret = plabel_build_sample(&b, cs, locs);
+		ret = plabel_build_sample(&b, cs);
 	}
-	free(locs);
 	free(b.lc.ents);
+	free(b.rc.ents);
+	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);
 	free(b.uses);
