@@ -216,25 +216,46 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
  * on this CPU, but only those after current was switched in: at least one,
  * at most PLABEL_WEIGHT_MAX. On time, it is one.
  */
+#ifdef CONFIG_SCHED_INFO
+/* Of n periods since last, those after current was switched in. */
+static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
+			      u64 last, u64 expiry, u64 n)
+{
+	/* switch-in time, from sched_clock to the timer's CLOCK_MONOTONIC */
+	u64 arrival = current->sched_info.last_arrival + ktime_get_ns() -
+		      local_clock();
+
+	if (arrival <= last)
+		return n;
+	if (expiry <= arrival)
+		return 1;
+	return min(n, div64_u64(expiry - arrival + s->period_ns - 1,
+				s->period_ns));
+}
+#else
+/*
+ * Without the switch-in time (no CONFIG_SCHED_INFO): all n when the same
+ * task was interrupted at the previous overflow too, else one.
+ */
+static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
+			      u64 last, u64 expiry, u64 n)
+{
+	return c->last_task == current ? n : 1;
+}
+#endif
+
 static u32 plabel_sample_weight(struct plabel_session *s,
 				struct perf_event *event, struct plabel_cpu *c)
 {
 	u64 expiry = hrtimer_get_expires_ns(&event->hw.hrtimer);
-	u64 last = c->last_expiry, arrival, n, m;
+	u64 last = c->last_expiry, n = 1;
 
-	c->last_expiry = expiry;
-	if (!last || expiry <= last)
-		return 1;
-	n = div64_u64(expiry - last + s->period_ns / 2, s->period_ns);
-	/* switch-in time, from sched_clock to the timer's CLOCK_MONOTONIC */
-	arrival = current->sched_info.last_arrival + ktime_get_ns() -
-		  local_clock();
-	if (arrival > last) {
-		m = expiry > arrival ?
-		    div64_u64(expiry - arrival + s->period_ns - 1,
-			      s->period_ns) : 1;
-		n = min(n, m);
+	if (last && expiry > last) {
+		n = div64_u64(expiry - last + s->period_ns / 2, s->period_ns);
+		n = plabel_periods_ran(s, c, last, expiry, n);
 	}
+	c->last_expiry = expiry;
+	c->last_task = current;
 	return clamp_t(u64, n, 1, PLABEL_WEIGHT_MAX);
 }
 

@@ -68,6 +68,7 @@ struct plabel_mm_ref {
 struct plabel_cpu {
 	struct plabel_ring ring;
 	u64 last_expiry;	/* timer expiry of the last overflow here */
+	const void *last_task;	/* current then; compared, never followed */
 	struct plabel_mm_ref cache[PLABEL_MM_CACHE];
 	unsigned int cache_next;
 	struct plabel_mm_ref pending[PLABEL_MM_PENDING];
