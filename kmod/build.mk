@@ -24,3 +24,17 @@ KMOD_6.1	:= $(call kmod_dir,$(KDIR_6.1))/plabel.ko
 KMOD_6.12	:= $(call kmod_dir,$(KDIR_6.12))/plabel.ko
 kmod: $(KMOD)
 kmods: $(KMOD_6.1) $(KMOD_6.12)
+
+# The debugging kernel (KASAN, lockdep, kmemleak, failslab) and the module
+# for it: scripts/build-debug-kernel builds the kernel once and caches it
+# outside the tree; build/kmod/debug/ holds the module.
+KMOD_DEBUG	:= $(B)/kmod/debug/plabel.ko
+.PHONY: debug-kernel kmod-debug
+debug-kernel:
+	scripts/build-debug-kernel
+
+kmod-debug: debug-kernel
+	@mkdir -p $(B)/kmod/debug
+	cp $(KMOD_SRCS) $(B)/kmod/debug/
+	$(MAKE) -C $$(scripts/build-debug-kernel --print-dir)/linux \
+		M=$(abspath $(B)/kmod/debug) modules

@@ -60,3 +60,10 @@ HOST_ONLY	?=
 check: all kmods
 	@B=$(B) HOST_TESTS="$(HOST_TESTS)" VM_TESTS="$(VM_TESTS)" \
 		KERNELS="$(KERNELS)" HOST_ONLY="$(HOST_ONLY)" tests/check.sh
+
+# make check-debug: the VM tests on the debugging kernel alone (built and
+# cached by scripts/build-debug-kernel on first use).
+.PHONY: check-debug
+check-debug: all kmod-debug
+	@B=$(B) HOST_TESTS= VM_TESTS="$(VM_TESTS)" KERNELS=debug \
+		tests/check.sh
