@@ -1859,6 +1859,233 @@ TEST(failslab)
 	EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0));
 }
 
+/* --- every allocation failure, one at a time ------------------------------ */
+
+/*
+ * Writing N to /proc/thread-self/fail-nth makes this thread's Nth fault
+ * injection point fail (a slab allocation, with failslab); reading it back
+ * gives 0 once it did. Each step below runs with N = 1, 2, ... until a run
+ * in which no failure was injected: by then every allocation the step makes
+ * in this thread's context has failed once. Each must give a clean error
+ * (or be survived), and the module's live objects must come back to where
+ * they were.
+ */
+enum fn_step {
+	FN_OPEN, FN_SET_NEW, FN_LABELS_SET, FN_SLOT_SET, FN_SESSION,
+	FN_THREAD, FN_FORK, FN_NSTEPS
+};
+
+static const char *const fn_names[FN_NSTEPS] = {
+	"open", "SET_NEW", "LABELS_SET", "SLOT_SET", "SESSION_START",
+	"pthread_create", "fork",
+};
+
+/* The calling thread's label set id, 0 when none or on error. */
+static uint64_t fn_labels_get(int fd)
+{
+	struct plabel_labels_get_args g = { .size = sizeof(g) };
+
+	if (ioctl(fd, PLABEL_IOC_LABELS_GET, &g))
+		return 0;
+	return g.id;
+}
+
+struct fn_thread {
+	int fd;
+	uint64_t id;
+};
+
+/* A new thread has its creator's labels, or none if the copy failed. */
+static void *fn_thread_main(void *p)
+{
+	struct fn_thread *t = p;
+
+	t->id = fn_labels_get(t->fd);
+	return NULL;
+}
+
+/* A child that exits 0 when it has its parent's set id or none. */
+static __attribute__((noinline)) pid_t fn_fork(int fd, uint64_t id)
+{
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(fn_labels_get(fd) == id || !fn_labels_get(fd) ? 0 : 1);
+	return pid;
+}
+
+/*
+ * One run of STEP with the Nth injection point failing (0: none). Returns
+ * 0 when the step worked or failed cleanly, else the odd errno (or -1
+ * when what it left behind is wrong). *fired: whether a failure was
+ * injected.
+ */
+static int fn_run(int nth_fd, enum fn_step step, unsigned int n, int *fired)
+{
+	static __thread uint64_t slot;
+	struct plabel_session_start_args sa = {
+		.size = sizeof(sa),
+		.target = PLABEL_TARGET_ALL,
+		.callchain = PLABEL_CALLCHAIN_FP,
+		.sample_hz = 1000,
+	};
+	struct plabel_slot_args sl = {
+		.size = sizeof(sl), .addr = (uintptr_t)&slot,
+	};
+	struct plabel_labels_set_args ls = { .size = sizeof(ls) };
+	struct fn_thread t = { 0 };
+	uint64_t id = 0;
+	char buf[16];
+	int fd = -1, r = 0, ok_errno = ENOMEM, status;
+	pthread_t th;
+	pid_t pid = -1;
+	ssize_t len;
+
+	if (step != FN_OPEN) {
+		fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		id = fz_intern(fd, "nth", n);
+		if (!id) {
+			r = errno;
+			goto out;
+		}
+		if ((step == FN_THREAD || step == FN_FORK) &&
+		    ioctl(fd, PLABEL_IOC_LABELS_SET,
+			  &(struct plabel_labels_set_args){ .size = sizeof(ls),
+							   .id = id })) {
+			r = errno;
+			goto out;
+		}
+	}
+	ls.id = id;
+	t.fd = fd;
+	len = snprintf(buf, sizeof(buf), "%u", n);
+	if (pwrite(nth_fd, buf, len, 0) != len)
+		return -1;
+	switch (step) {
+	case FN_OPEN:
+		fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+		r = fd < 0 ? errno : 0;
+		break;
+	case FN_SET_NEW:
+		r = fz_intern(fd, "nth-new", n) ? 0 : errno;
+		break;
+	case FN_LABELS_SET:
+		r = ioctl(fd, PLABEL_IOC_LABELS_SET, &ls) ? errno : 0;
+		break;
+	case FN_SLOT_SET:
+		r = ioctl(fd, PLABEL_IOC_SLOT_SET, &sl) ? errno : 0;
+		break;
+	case FN_SESSION:
+		r = ioctl(fd, PLABEL_IOC_SESSION_START, &sa) ? errno : 0;
+		break;
+	case FN_THREAD:
+		r = pthread_create(&th, NULL, fn_thread_main, &t);
+		ok_errno = EAGAIN;
+		break;
+	case FN_FORK:
+		pid = fn_fork(fd, id);
+		r = pid < 0 ? errno : 0;
+		ok_errno = EAGAIN;
+		break;
+	default:
+		r = EINVAL;
+	}
+	len = pread(nth_fd, buf, sizeof(buf) - 1, 0);
+	*fired = len > 0 && buf[0] == '0';
+	if (pwrite(nth_fd, "0", 1, 0) != 1)
+		return -1;
+
+	if (r == ENOMEM || r == ok_errno) {
+		r = 0;
+		goto out;	/* a clean failure */
+	}
+	if (r)
+		goto out;
+	/* it worked: it must have done what it says */
+	switch (step) {
+	case FN_SET_NEW:
+	case FN_OPEN:
+		break;
+	case FN_LABELS_SET:
+		if (fn_labels_get(fd) != id)
+			r = -1;
+		break;
+	case FN_SLOT_SET:
+		sl.addr = 0;
+		if (ioctl(fd, PLABEL_IOC_SLOT_SET, &sl))
+			r = -1;
+		break;
+	case FN_SESSION:
+		if (ioctl(fd, PLABEL_IOC_SESSION_STOP))
+			r = -1;
+		break;
+	case FN_THREAD:
+		pthread_join(th, NULL);
+		if (t.id && t.id != id)
+			r = -1;
+		break;
+	case FN_FORK:
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			r = -1;
+		break;
+	default:
+		break;
+	}
+out:
+	if (step == FN_THREAD || step == FN_FORK || step == FN_LABELS_SET)
+		ioctl(fd, PLABEL_IOC_LABELS_SET,
+		      &(struct plabel_labels_set_args){ .size = sizeof(ls) });
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+TEST(fail_nth)
+{
+	long long sets0, tasks0;
+	int nth_fd, step;
+
+	FZ_NEED_DEVICE();
+	FZ_NEED_ROOT();
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+	if (nth_fd < 0 || access(FZ_FAILSLAB "ignore-gfp-wait", F_OK))
+		SKIP(return, "no fail-nth in this kernel (debug kernel only)");
+	/* every slab allocation counts, however it may sleep */
+	ASSERT_EQ(0, fz_failslab_set("ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fz_failslab_set("verbose", "0"));
+	sets0 = fz_counter("live_sets");
+	tasks0 = fz_counter("live_tasks");
+	for (step = 0; step < FN_NSTEPS; step++) {
+		unsigned int n;
+		int injected = 0;
+		int fired = 1, r = 0;
+
+		for (n = 1; n <= 3000 && fired; n++) {
+			r = fn_run(nth_fd, step, n, &fired);
+			if (r)
+				break;
+			injected += fired;
+		}
+		EXPECT_EQ(0, r)
+			TH_LOG("%s with allocation %u failing: %s", fn_names[step],
+			       n, r > 0 ? strerror(r) : "wrong state after");
+		EXPECT_FALSE(fired)
+			TH_LOG("%s: still allocating after %u runs", fn_names[step],
+			       n - 1);
+		TH_LOG("%s: %u allocation failures injected, each handled",
+		       fn_names[step], injected);
+		EXPECT_LT(0, injected);
+		EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0))
+			TH_LOG("after %s", fn_names[step]);
+		EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0))
+			TH_LOG("after %s", fn_names[step]);
+	}
+	close(nth_fd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "--fuzz-exec"))
