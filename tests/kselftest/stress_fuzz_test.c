@@ -1880,12 +1880,16 @@ static const char *const fn_names[FN_NSTEPS] = {
 	"pthread_create", "fork",
 };
 
-/* The calling thread's label set id, 0 when none or on error. */
+/*
+ * The calling thread's label set id, 0 when none or on error. Without a
+ * buffer the call fails with ERANGE when there are labels, after filling
+ * in the id.
+ */
 static uint64_t fn_labels_get(int fd)
 {
 	struct plabel_labels_get_args g = { .size = sizeof(g) };
 
-	if (ioctl(fd, PLABEL_IOC_LABELS_GET, &g))
+	if (ioctl(fd, PLABEL_IOC_LABELS_GET, &g) && errno != ERANGE)
 		return 0;
 	return g.id;
 }
