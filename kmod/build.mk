@@ -27,14 +27,19 @@ kmods: $(KMOD_6.1) $(KMOD_6.12)
 
 # The debugging kernel (KASAN, lockdep, kmemleak, failslab) and the module
 # for it: scripts/build-debug-kernel builds the kernel once and caches it
-# outside the tree; build/kmod/debug/ holds the module.
+# outside the tree (KDIR_DEBUG is where); build/kmod/debug/ holds the module.
 KMOD_DEBUG	:= $(B)/kmod/debug/plabel.ko
 .PHONY: debug-kernel kmod-debug
 debug-kernel:
 	scripts/build-debug-kernel
 
 kmod-debug: debug-kernel
-	@mkdir -p $(B)/kmod/debug
-	cp $(KMOD_SRCS) $(B)/kmod/debug/
-	$(MAKE) -C $$(scripts/build-debug-kernel --print-dir)/linux \
-		M=$(abspath $(B)/kmod/debug) modules
+	@$(MAKE) --no-print-directory $(KMOD_DEBUG) \
+		KDIR_DEBUG=$$(scripts/build-debug-kernel --print-dir)
+
+ifneq ($(KDIR_DEBUG),)
+$(KMOD_DEBUG): $(KMOD_SRCS) $(KDIR_DEBUG)/done
+	@mkdir -p $(@D)
+	cp $(KMOD_SRCS) $(@D)/
+	$(MAKE) -C $(KDIR_DEBUG)/linux M=$(abspath $(@D)) modules
+endif

@@ -10,7 +10,7 @@ set -eu
 PKGS="
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
-	linux-source-6.1 build-essential
+	linux-source-6.1 build-essential flex bison bc libssl-dev
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 	protobuf-c-compiler libprotobuf-c-dev
 	libunwind-dev libdw-dev libelf-dev zlib1g-dev pkg-config

@@ -52,18 +52,20 @@ $(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(wildcard tests/kselft
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
 
-# make check [KERNELS="6.1 6.12"] [HOST_ONLY=1]: host tests, then the VM
-# tests on each kernel; see tests/check.sh and Documentation/testing.rst.
-KERNELS		?= 6.1 6.12
+# make check [KERNELS="6.1 6.12 debug"] [HOST_ONLY=1]: host tests, then the
+# VM tests on each kernel (on the debug kernel the module's kselftests);
+# see tests/check.sh and Documentation/testing.rst.
+KERNELS		?= 6.1 6.12 debug
 HOST_ONLY	?=
+CHECK_KMODS	:= $(if $(HOST_ONLY),,kmods $(if $(filter debug,$(KERNELS)),kmod-debug))
 
-check: all kmods
+check: all $(CHECK_KMODS)
 	@B=$(B) HOST_TESTS="$(HOST_TESTS)" VM_TESTS="$(VM_TESTS)" \
 		KERNELS="$(KERNELS)" HOST_ONLY="$(HOST_ONLY)" tests/check.sh
 
-# make check-debug: the VM tests on the debugging kernel alone (built and
-# cached by scripts/build-debug-kernel on first use).
+# make check-debug: every VM test, the e2e scripts too, on the debugging
+# kernel alone (built and cached by scripts/build-debug-kernel on first use).
 .PHONY: check-debug
 check-debug: all kmod-debug
 	@B=$(B) HOST_TESTS= VM_TESTS="$(VM_TESTS)" KERNELS=debug \
-		tests/check.sh
+		DEBUG_E2E=1 tests/check.sh

@@ -4,10 +4,12 @@
 # tests/check.sh: the recipe of `make check` (after `make all kmods`).
 #
 #   1. every host test program ($HOST_TESTS), logs in build/check/host/
-#   2. for each kernel in $KERNELS (default "6.1 6.12"), unless HOST_ONLY=1:
-#      scripts/plabel-vm runs tests/vm/run-tests.sh in a fresh VM, logs in
-#      build/check/vm-<kernel>/; the VM run itself (clean kernel log,
-#      rmmod, exit status) is one more test, build/check/vm-<kernel>.log
+#   2. for each kernel in $KERNELS (default "6.1 6.12 debug"), unless
+#      HOST_ONLY=1: scripts/plabel-vm runs tests/vm/run-tests.sh in a fresh
+#      VM, logs in build/check/vm-<kernel>/; the VM run itself (clean
+#      kernel log, no leak, rmmod, exit status) is one more test,
+#      build/check/vm-<kernel>.log. On the debug kernel only the module's
+#      kselftests run, unless DEBUG_E2E=1 (make check-debug).
 #   3. tests/summarize over all of them: the last line is
 #      "N passed, N failed, N skipped"; exit status 1 on any failure.
 #
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 B=${B:-build}
 C=${CHECK_DIR:-$B/check}
-KERNELS=${KERNELS:-6.1 6.12}
+KERNELS=${KERNELS:-6.1 6.12 debug}
 HOST_ONLY=${HOST_ONLY:-}
 limit=${PLABEL_TEST_TIMEOUT:-300}
 vm_limit=${PLABEL_VM_TIMEOUT:-1500}
@@ -84,11 +86,13 @@ if [ -z "$HOST_ONLY" ]; then
 		out=$C/vm-$k
 		vlog=$C/vm-$k.log
 		mkdir -p "$out"
-		echo "check: VM tests on kernel $k ($(echo $VM_TESTS $E2E_TESTS | wc -w) programs)"
+		e2e=$E2E_TESTS
+		[ "$k" != debug ] || [ -n "${DEBUG_E2E:-}" ] || e2e=
+		echo "check: VM tests on kernel $k ($(echo $VM_TESTS $e2e | wc -w) programs)"
 		# shellcheck disable=SC2086
 		PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
 			--timeout "$vm_limit" -- tests/vm/run-tests.sh \
-			$VM_TESTS $E2E_TESTS 2>"$C/vm-$k.stderr" | sed -u 's/^/  /'
+			$VM_TESTS $e2e 2>"$C/vm-$k.stderr" | sed -u 's/^/  /'
 		rc=${PIPESTATUS[0]}
 		# The runner's verdict on the VM itself is one test: a kernel
 		# WARN or a failed rmmod fails it even when every test passed.
@@ -111,7 +115,7 @@ if [ -z "$HOST_ONLY" ]; then
 		logs+=("$vlog")
 		# Every test the VM should have run has a log; one that has
 		# none did not run (the VM died first) and counts as failed.
-		for t in $VM_TESTS $E2E_TESTS; do
+		for t in $VM_TESTS $e2e; do
 			log=$out/$(basename "$t" .sh).log
 			[ -f "$log" ] || echo "# not run: the VM stopped before it" >"$log"
 			logs+=("$log")
