@@ -1349,7 +1349,12 @@ static uint64_t fz_intern(int fd, const char *key, unsigned int i)
  * system-wide session samples at 10 kHz and records thread creation;
  * every creation is delivered or counted lost.
  */
-TEST(thread_storm)
+/* The storm may be made to last up to an hour (PLABEL_STORM_SECONDS). */
+FIXTURE(storm) {};
+FIXTURE_SETUP(storm) {}
+FIXTURE_TEARDOWN(storm) {}
+
+TEST_F_TIMEOUT(storm, thread_storm, 3700)
 {
 	struct plabel_session_start_args sa = {
 		.size = sizeof(sa),
