@@ -3,10 +3,12 @@
  * Records -> profiles. See collect.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "unwind.h"
@@ -69,11 +71,44 @@ struct plabel_cblock {
 #define PLABEL_CBLOCK_BYTES	(256U << 10)
 
 struct plabel_csample {
-	uint32_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
+	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
+	uint16_t pending;	/* its snapshot waits in the spool */
 	uint32_t pid, tid;
 	uint32_t chain;		/* index into chains */
 	uint64_t time_ns;
 	uint64_t set_id;
+};
+
+/*
+ * Unwinding a dwarf snapshot takes far longer than collecting a sample,
+ * and on arrival it competes with the profiled program for the CPUs: the
+ * reader falls behind and records are lost. So the snapshots (registers
+ * and stack copy, some 8 KiB a sample) are appended to an unlinked
+ * temporary file and unwound at the end, in arrival order; the sample in
+ * memory keeps the chain the record itself carries until then. The file
+ * is the bytes written so far, then wbuf: what could not be written yet,
+ * or at all (a full disk), stays there and is read from there.
+ */
+struct plabel_spool_ent {
+	uint32_t stack_size;	/* bytes after this, padded to 8 */
+	uint32_t reserved;
+	uint64_t regs[PLABEL_REGS_NR];
+};
+
+#define PLABEL_SPOOL_BUF	(1U << 20)
+
+struct plabel_spool {
+	int fd;			/* -1: not opened (yet) */
+	int broken;		/* cannot be created or written: unwind now */
+	uint64_t flen;		/* bytes in the file */
+	uint8_t *wbuf;		/* bytes after those */
+	size_t wlen, wcap;
+	uint64_t rpos;		/* next byte to read, file then wbuf */
+	uint8_t *rbuf;		/* file bytes [roff, roff + rlen) */
+	uint64_t roff;
+	size_t rlen;
+	uint8_t *stack;		/* a snapshot's stack while it is unwound */
+	size_t stack_cap;
 };
 
 /* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
@@ -107,6 +142,7 @@ struct plabel_collect {
 	size_t chainbuf_cap;
 
 	struct plabel_unwinder *unwinder;
+	struct plabel_spool spool;
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
 	uint32_t skip_pid;	/* 0: none */
 };
@@ -121,6 +157,7 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->syms = syms;
 	c->flags = flags;
 	c->period_ns = 10000000;
+	c->spool.fd = -1;
 	return c;
 }
 
@@ -163,6 +200,11 @@ void plabel_collect_free(struct plabel_collect *c)
 	}
 	free(c->chainbuf);
 	plabel_unwinder_free(c->unwinder);
+	if (c->spool.fd >= 0)
+		close(c->spool.fd);
+	free(c->spool.wbuf);
+	free(c->spool.rbuf);
+	free(c->spool.stack);
 	free(c);
 }
 
@@ -523,38 +565,158 @@ static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
 	return 0;
 }
 
-static int plabel_add_sample(struct plabel_collect *c,
-			     const struct plabel_dec_rec *r)
+/*
+ * An unlinked file in $TMPDIR (else /tmp): nothing is left behind however
+ * plabel ends. 0, or -1 with the spool marked broken.
+ */
+static int plabel_spool_open(struct plabel_spool *sp)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (sp->fd >= 0)
+		return 0;
+	if (sp->broken)
+		return -1;
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (size_t)snprintf(path, sizeof(path),
+				       "%s/plabel-spool-XXXXXX", dir) <
+		      sizeof(path)) {
+		/* a file system without O_TMPFILE */
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd < 0) {
+		sp->broken = 1;
+		return -1;
+	}
+	sp->fd = fd;
+	return 0;
+}
+
+/*
+ * Write out wbuf. What a failed write leaves stays in wbuf (to be read
+ * from there) and the spool takes no more. 0 or -1.
+ */
+static int plabel_spool_flush(struct plabel_spool *sp)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < sp->wlen) {
+		n = pwrite(sp->fd, sp->wbuf + done, sp->wlen - done,
+			   sp->flen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			sp->broken = 1;
+			break;
+		}
+		done += n;
+		sp->flen += n;
+	}
+	memmove(sp->wbuf, sp->wbuf + done, sp->wlen - done);
+	sp->wlen -= done;
+	return sp->broken ? -1 : 0;
+}
+
+/*
+ * Append r's snapshot. All or nothing: 0, or -1 when it is not spooled
+ * (then it is to be unwound now).
+ */
+static int plabel_spool_add(struct plabel_spool *sp,
+			    const struct plabel_dec_rec *r)
+{
+	size_t ssz = r->u.sample.hdr.stack_size;
+	size_t sz = sizeof(struct plabel_spool_ent) + ((ssz + 7) & ~7UL);
+	struct plabel_spool_ent e = { .stack_size = ssz };
+
+	if (plabel_spool_open(sp))
+		return -1;
+	if (sp->wlen && sp->wlen + sz > sp->wcap && plabel_spool_flush(sp))
+		return -1;
+	if (sp->wlen + sz > sp->wcap) {
+		size_t ncap = sp->wlen + sz > PLABEL_SPOOL_BUF ?
+			      sp->wlen + sz : PLABEL_SPOOL_BUF;
+		uint8_t *nb = realloc(sp->wbuf, ncap);
+
+		if (!nb)
+			return -1;
+		sp->wbuf = nb;
+		sp->wcap = ncap;
+	}
+	memcpy(e.regs, r->u.sample.regs, sizeof(e.regs));
+	memcpy(sp->wbuf + sp->wlen, &e, sizeof(e));
+	memcpy(sp->wbuf + sp->wlen + sizeof(e), r->u.sample.stack, ssz);
+	memset(sp->wbuf + sp->wlen + sizeof(e) + ssz, 0,
+	       sz - sizeof(e) - ssz);
+	sp->wlen += sz;
+	return 0;
+}
+
+/* Read the next n bytes of the spool into dst. 0 or -EIO. */
+static int plabel_spool_read(struct plabel_spool *sp, void *dst, size_t n)
+{
+	uint8_t *d = dst;
+	size_t k;
+	ssize_t got;
+
+	while (n) {
+		if (sp->rpos >= sp->flen) {
+			uint64_t off = sp->rpos - sp->flen;
+
+			if (off > sp->wlen || n > sp->wlen - off)
+				return -EIO;
+			memcpy(d, sp->wbuf + off, n);
+			sp->rpos += n;
+			return 0;
+		}
+		if (sp->rpos < sp->roff || sp->rpos >= sp->roff + sp->rlen) {
+			if (!sp->rbuf) {
+				sp->rbuf = malloc(PLABEL_SPOOL_BUF);
+				if (!sp->rbuf)
+					return -ENOMEM;
+			}
+			k = sp->flen - sp->rpos < PLABEL_SPOOL_BUF ?
+			    sp->flen - sp->rpos : PLABEL_SPOOL_BUF;
+			do {
+				got = pread(sp->fd, sp->rbuf, k, sp->rpos);
+			} while (got < 0 && errno == EINTR);
+			if (got <= 0)
+				return -EIO;
+			sp->roff = sp->rpos;
+			sp->rlen = got;
+		}
+		k = sp->roff + sp->rlen - sp->rpos;
+		if (k > n)
+			k = n;
+		memcpy(d, sp->rbuf + (sp->rpos - sp->roff), k);
+		d += k;
+		n -= k;
+		sp->rpos += k;
+	}
+	return 0;
+}
+
+/*
+ * The chain of sample r of p, stored; in dwarf mode with the snapshot
+ * unwound now if unwind is set. 0 or -ENOMEM.
+ */
+static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
+			       const struct plabel_dec_rec *r, int unwind,
+			       uint32_t *chain)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
-	struct plabel_csample *s;
-	struct plabel_proc *p;
 	size_t nk = h->nr_kernel, nu = h->nr_user, i;
 	const uint64_t *user = NULL;
-	uint32_t gen, chain;
-	int nunw = -1, ret;
-
-	if (r->type == PLABEL_REC_SAMPLE)
-		c->st.samples++;
-	else
-		c->st.threads++;
-	p = plabel_proc_get(c, h->pid);
-	if (!p)
-		return -ENOMEM;
-	/*
-	 * No mappings known for the image this sample ran in (yet): read
-	 * them while the process is there, once per exec generation.
-	 */
-	gen = plabel_proc_gen(p, h->time_ns);
-	if (plabel_proc_view(p, gen))
-		return -ENOMEM;
-	if (!p->nview && p->tried_gen != gen + 1 &&
-	    (plabel_proc_read_maps(c, p, h->time_ns) ||
-	     plabel_proc_view(p, gen)))
-		return -ENOMEM;
+	int nunw;
 
 	/* user regs: where it was interrupted, or entered the kernel */
-	if (r->u.sample.has_regs) {
+	if (r->u.sample.has_regs && unwind) {
 		if (!c->unwinder)
 			c->unwinder = plabel_unwinder_new();
 		if (!c->unwinder)
@@ -584,19 +746,145 @@ static int plabel_add_sample(struct plabel_collect *c,
 	for (i = 0; i < nu; i++)
 		c->chainbuf[nk + i] = user ? user[i] :
 					     plabel_dec_ip(r, nk + i);
-	ret = plabel_chain_get(c, c->chainbuf, nk, nu, &chain);
+	return plabel_chain_get(c, c->chainbuf, nk, nu, chain);
+}
+
+static int plabel_add_sample(struct plabel_collect *c,
+			     const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	struct plabel_csample *s;
+	struct plabel_proc *p;
+	uint32_t gen, chain;
+	int defer = 0, ret;
+
+	if (r->type == PLABEL_REC_SAMPLE)
+		c->st.samples++;
+	else
+		c->st.threads++;
+	p = plabel_proc_get(c, h->pid);
+	if (!p)
+		return -ENOMEM;
+	/*
+	 * No mappings known for the image this sample ran in (yet): read
+	 * them while the process is there, once per exec generation.
+	 */
+	gen = plabel_proc_gen(p, h->time_ns);
+	if (plabel_proc_view(p, gen))
+		return -ENOMEM;
+	if (!p->nview && p->tried_gen != gen + 1 &&
+	    (plabel_proc_read_maps(c, p, h->time_ns) ||
+	     plabel_proc_view(p, gen)))
+		return -ENOMEM;
+
+	if (r->u.sample.has_regs && !plabel_spool_open(&c->spool))
+		defer = 1;
+	ret = plabel_sample_chain(c, p, r, !defer, &chain);
 	if (ret)
 		return ret;
 	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
 			sizeof(*c->samples)))
 		return -ENOMEM;
+	/* last, as the sample is then certainly kept: spool and samples agree */
+	if (defer && plabel_spool_add(&c->spool, r)) {
+		defer = 0;
+		ret = plabel_sample_chain(c, p, r, 1, &chain);
+		if (ret)
+			return ret;
+	}
 	s = &c->samples[c->nsamples++];
 	s->type = r->type;
+	s->pending = defer;
 	s->pid = h->pid;
 	s->tid = h->tid;
 	s->chain = chain;
 	s->time_ns = h->time_ns;
 	s->set_id = h->set_id;
+	return 0;
+}
+
+/*
+ * Unwind the snapshot of pending sample s, the next in the spool, against
+ * the mappings of its process at its time (some may have been recorded
+ * after it), and give it the unwound chain unless its own is longer.
+ */
+static int plabel_unwind_pending(struct plabel_collect *c,
+				 struct plabel_csample *s)
+{
+	struct plabel_spool *sp = &c->spool;
+	const struct plabel_chain *ch = c->chains[s->chain];
+	struct plabel_spool_ent e;
+	struct plabel_proc *p;
+	size_t sz;
+	int nunw, ret;
+
+	s->pending = 0;	/* its spool entry is consumed, come what may */
+	ret = plabel_spool_read(sp, &e, sizeof(e));
+	if (ret)
+		return ret;
+	sz = ((size_t)e.stack_size + 7) & ~7UL;
+	if (sz > sp->stack_cap) {
+		uint8_t *ns = realloc(sp->stack, sz);
+
+		if (!ns)
+			return -ENOMEM;
+		sp->stack = ns;
+		sp->stack_cap = sz;
+	}
+	ret = plabel_spool_read(sp, sp->stack, sz);
+	if (ret)
+		return ret;
+	p = plabel_proc_get(c, s->pid);
+	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
+		return -ENOMEM;
+	if (!c->unwinder)
+		c->unwinder = plabel_unwinder_new();
+	if (!c->unwinder)
+		return -ENOMEM;
+	nunw = plabel_unwind(c->unwinder, p->view, p->nview, e.regs,
+			     sp->stack, e.stack_size, c->ipbuf,
+			     PLABEL_MAX_FRAMES);
+	if (nunw == -ENOMEM)
+		return nunw;
+	if (nunw <= 0 || (size_t)nunw < ch->nu)
+		return 0;
+	if (ch->nk + (size_t)nunw > c->chainbuf_cap) {
+		uint64_t *nb = realloc(c->chainbuf,
+				       (ch->nk + nunw) * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		c->chainbuf = nb;
+		c->chainbuf_cap = ch->nk + nunw;
+	}
+	memcpy(c->chainbuf, ch->ips, ch->nk * sizeof(*ch->ips));
+	memcpy(c->chainbuf + ch->nk, c->ipbuf, nunw * sizeof(*c->ipbuf));
+	return plabel_chain_get(c, c->chainbuf, ch->nk, nunw, &s->chain);
+}
+
+/* Unwind every pending sample, in arrival order: the spool's order. */
+static int plabel_unwind_all_pending(struct plabel_collect *c)
+{
+	struct plabel_spool *sp = &c->spool;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < c->nsamples; i++) {
+		if (!c->samples[i].pending)
+			continue;
+		ret = plabel_unwind_pending(c, &c->samples[i]);
+		if (ret)
+			return ret;
+	}
+	/* all read: the file's space is given back */
+	if (sp->fd >= 0 && sp->rpos == sp->flen + sp->wlen &&
+	    !ftruncate(sp->fd, 0)) {
+		sp->flen = 0;
+		sp->wlen = 0;
+		sp->rpos = 0;
+		sp->roff = 0;
+		sp->rlen = 0;
+	}
 	return 0;
 }
 
@@ -1096,6 +1384,9 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	struct plabel_prof *pc, *pt;
 	int ret;
 
+	ret = plabel_unwind_all_pending(c);
+	if (ret)
+		return ret;
 	if (c->nlsets)
 		qsort(c->lsets, c->nlsets, sizeof(*c->lsets),
 		      plabel_lset_cmp);

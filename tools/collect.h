@@ -3,11 +3,11 @@
  * Turns decoded records into the CPU and thread-create profiles.
  *
  * Records from different CPUs arrive in no particular order, so samples are
- * kept (with their call chains; in dwarf mode unwound on arrival, while the
- * process's mappings can still be read) and resolved at the end: labels
- * from the LABELSET records, addresses through the process's mappings of
- * that time (MMAP records; an EXEC starts a new generation), symbolized
- * with symbolize.c.
+ * kept (with their call chains; in dwarf mode the stack snapshots go to a
+ * temporary file and are unwound by plabel_collect_finish(), not while the
+ * profiled program runs) and resolved at the end: labels from the LABELSET
+ * records, addresses through the process's mappings of that time (MMAP
+ * records; an EXEC starts a new generation), symbolized with symbolize.c.
  */
 #ifndef PLABEL_TOOLS_COLLECT_H
 #define PLABEL_TOOLS_COLLECT_H

@@ -122,8 +122,9 @@ struct plabel_qbuf {
 
 /*
  * The main thread only reads /dev/plabel and queues what it read, so the
- * kernel's buffers are emptied promptly; a second thread decodes, unwinds
- * (the slow part, in dwarf mode) and collects, in read order.
+ * kernel's buffers are emptied promptly; a second thread decodes and
+ * collects, in read order (dwarf snapshots are only spooled to a file then:
+ * unwinding them waits for the end).
  */
 struct plabel_rec_state {
 	int fd;

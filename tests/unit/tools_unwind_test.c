@@ -14,6 +14,7 @@
 
 #include "kselftest/kselftest_harness.h"
 
+#include "../../tools/collect.h"
 #include "../../tools/symbolize.h"
 #include "../../tools/unwind.h"
 #include "tools/unwind_chain.h"
@@ -170,6 +171,118 @@ TEST(unwind_truncated_stack_stops_cleanly)
 	plabel_maps_free(maps, n);
 	plabel_unwinder_free(u);
 	plabel_syms_free(syms);
+	free(s);
+}
+
+/* Append a record of type and size (padded to 8) to buf at *len. */
+static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
+{
+	struct plabel_rec_header *h = (void *)(buf + *len);
+	size_t padded = (size + 7) & ~7UL;
+
+	memset(h, 0, padded);
+	h->type = type;
+	h->size = padded;
+	*len += padded;
+	return h;
+}
+
+/*
+ * A dwarf sample of this process through the collector, its mappings
+ * recorded only after it (as MMAP records can arrive): returns the
+ * number of its frames that name the chain's functions, in order.
+ */
+static size_t collect_snapshot(struct __test_metadata *_metadata,
+			       struct plabel_snap *s)
+{
+	static const char *const want[] = {
+		"plabel_snap_take", "plabel_chain_c", "plabel_chain_b",
+		"plabel_chain_a", "plabel_run_chain",
+	};
+	struct plabel_syms *syms = plabel_syms_new();
+	size_t cap = 1 << 20, len = 0, n, i, w = 0;
+	uint8_t *buf = malloc(cap), *p;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_rec_sample *rs;
+	struct plabel_rec_mmap *rm;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+
+	ASSERT_NE(NULL, syms);
+	ASSERT_NE(NULL, buf);
+	rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) + 8 +
+		     8 * PLABEL_REGS_NR + s->stack_size);
+	rs->time_ns = 2000;
+	rs->pid = getpid();
+	rs->tid = getpid();
+	rs->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
+	rs->nr_user = 1;
+	rs->stack_size = s->stack_size;
+	p = (uint8_t *)(rs + 1);
+	memcpy(p, &s->regs[PLABEL_REG_RIP], 8);
+	memcpy(p + 8, s->regs, 8 * PLABEL_REGS_NR);
+	memcpy(p + 8 + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	for (i = 0; i < n; i++) {
+		size_t pl = strlen(maps[i].path);
+
+		ASSERT_GT(cap - 4096, len + sizeof(*rm) + pl);
+		rm = put_rec(buf, &len, PLABEL_REC_MMAP, sizeof(*rm) + pl);
+		rm->time_ns = 1000;
+		rm->pid = getpid();
+		rm->path_len = pl;
+		rm->start = maps[i].start;
+		rm->end = maps[i].end;
+		rm->offset = maps[i].offset;
+		memcpy(rm + 1, maps[i].path, pl);
+	}
+	plabel_maps_free(maps, n);
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, buf, len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
+	plabel_prof_get_sample(cpu, 0, &si);
+	ASSERT_LE(1, si.nlocs);
+	for (i = 0; i < si.nlocs; i++) {
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[i],
+						       &li));
+		if (w < sizeof(want) / sizeof(want[0]) && li.nlines &&
+		    !strcmp(li.lines[li.nlines - 1].function, want[w]))
+			w++;
+	}
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+	free(buf);
+	return w;
+}
+
+/*
+ * The collector unwinds snapshots at the end, against every mapping
+ * recorded by then; with no usable temporary directory it unwinds them
+ * on arrival instead, still keeping the sample.
+ */
+TEST(collect_unwinds_at_the_end)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	const char *tmp = getenv("TMPDIR");
+	char *saved = tmp ? strdup(tmp) : NULL;
+
+	ASSERT_NE(NULL, s);
+	plabel_run_chain(s, stack_end());
+	EXPECT_EQ(5, collect_snapshot(_metadata, s));
+	setenv("TMPDIR", "/nonexistent/plabel-test", 1);
+	/* on arrival no mapping is known yet: the leaf at least */
+	collect_snapshot(_metadata, s);
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
 	free(s);
 }
 
