@@ -79,13 +79,18 @@ struct ls_state {
 	int fd;
 	double end;
 	int errors;
+	const char *first;	/* the first call that failed, and how */
+	int first_err;
 	pthread_mutex_t lock;
 };
 
-static void ls_error(struct ls_state *s)
+static void ls_error(struct ls_state *s, const char *what, int err)
 {
 	pthread_mutex_lock(&s->lock);
-	s->errors++;
+	if (!s->errors++) {
+		s->first = what;
+		s->first_err = err < 0 ? -err : err;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -115,35 +120,47 @@ static void *ls_worker(void *p)
 	char value[64];
 	pthread_t th;
 	uint64_t id = 0;
+	int err;
 
 	ls_tls_slot = 0;
-	if (ls_slot(s->fd, (uintptr_t)&ls_tls_slot))
-		ls_error(s);
+	err = ls_slot(s->fd, (uintptr_t)&ls_tls_slot);
+	if (err)
+		ls_error(s, "SLOT_SET", err);
 	while (ls_now() < s->end) {
-		snprintf(value, sizeof(value), "%lx-%u",
-			 (unsigned long)pthread_self() & 0xffffff, n);
+		/*
+		 * Unique per thread and round: workers share the file, which
+		 * holds one reference per set, so two workers interning the
+		 * same labels would share one reference and one of their
+		 * SET_PUTs would rightly fail.
+		 */
+		snprintf(value, sizeof(value), "%ld-%u", (long)gettid(), n);
 		/* Even rounds: slot only. Odd rounds: kernel-stored too. */
-		if (ls_new(s->fd, n & 1 ? "kern" : "slot", value, &id)) {
-			ls_error(s);
+		err = ls_new(s->fd, n & 1 ? "kern" : "slot", value, &id);
+		if (err) {
+			ls_error(s, "SET_NEW", err);
 			break;
 		}
 		ls_tls_slot = id;
-		if ((n & 1) && ls_use(s->fd, id))
-			ls_error(s);
+		err = n & 1 ? ls_use(s->fd, id) : 0;
+		if (err)
+			ls_error(s, "LABELS_SET", err);
 		ls_spin(0.003);
 		/* Dropped while the slot (and maybe the task) names it. */
-		if (ls_put(s->fd, id))
-			ls_error(s);
+		err = ls_put(s->fd, id);
+		if (err)
+			ls_error(s, "SET_PUT", err);
 		ls_spin(0.001);
-		if (n % 16 == 0 &&
-		    (pthread_create(&th, NULL, ls_short_thread, NULL) ||
-		     pthread_join(th, NULL)))
-			ls_error(s);
+		if (n % 16 == 0) {
+			err = pthread_create(&th, NULL, ls_short_thread, NULL);
+			if (err || (err = pthread_join(th, NULL)))
+				ls_error(s, "pthread_create", err);
+		}
 		n++;
 	}
 	ls_tls_slot = 0;
-	if (ls_slot(s->fd, 0) || ls_use(s->fd, 0))
-		ls_error(s);
+	err = ls_slot(s->fd, 0);
+	if (err || (err = ls_use(s->fd, 0)))
+		ls_error(s, "unregistering", err);
 	return NULL;
 }
 
@@ -290,7 +307,8 @@ TEST(labels_change_under_sampling)
 	ASSERT_EQ(0, ioctl(r->fd, PLABEL_IOC_SESSION_STOP));
 	ASSERT_EQ(0, pthread_join(reader, NULL));
 
-	EXPECT_EQ(0, s.errors);
+	EXPECT_EQ(0, s.errors)
+		TH_LOG("first failure: %s: %s", s.first, strerror(s.first_err));
 	EXPECT_EQ(0, r->bad);
 	TH_LOG("%ld samples, %ld labeled, %d ids, %d of our sets (%d slot)",
 	       r->samples, r->labeled, r->nids, r->nsets, r->slot_sets);
