@@ -60,7 +60,6 @@
 #include "kmod_util.h"
 #include "session_util.h"
 
-#define FZ_DEBUGFS	"/sys/kernel/debug/plabel/"
 #define FZ_SYSCTL	"/proc/sys/kernel/plabel/"
 #define FZ_PAGE		4096UL
 
@@ -82,29 +81,6 @@ static uint64_t fz_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static long long fz_counter(const char *name)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), FZ_DEBUGFS "%s", name);
-	return su_read_num(path);
-}
-
-/* Waits up to 5 s for a debugfs counter to read want; returns the last. */
-static long long fz_counter_wait(const char *name, long long want)
-{
-	long long v = -1;
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		v = fz_counter(name);
-		if (v == want)
-			break;
-		usleep(50000);
-	}
-	return v;
 }
 
 /* xorshift64* */
@@ -1102,7 +1078,7 @@ TEST_F_TIMEOUT(fuzz, ioctls, 120)
 	int seconds = env ? atoi(env) : 15;
 	int rounds = 3, round, kfd = -1, reloads = 0;
 	pid_t pids[FZ_MAX_PIDS];
-	long long sets0, tasks0;
+	long sets0, tasks0;
 	uint64_t t0 = fz_now_ns();
 	char path[256];
 	const char *ko;
@@ -1111,8 +1087,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 120)
 	FZ_NEED_ROOT();
 	if (seconds < 3)
 		seconds = 3;
-	sets0 = fz_counter("live_sets");
-	tasks0 = fz_counter("live_tasks");
+	sets0 = su_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
 	if (sets0 < 0 || tasks0 < 0)
 		SKIP(return, "debugfs counters absent");
 	ASSERT_EQ(0, fz_stats_create());
@@ -1162,9 +1138,9 @@ TEST_F_TIMEOUT(fuzz, ioctls, 120)
 			kill(-pids[i], SIGKILL);
 		fz_reap_all();
 
-		EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0))
+		EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0))
 			TH_LOG("round %d: label sets leaked", round);
-		EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0))
+		EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0))
 			TH_LOG("round %d: task entries leaked", round);
 		if (kfd >= 0 && round + 1 < rounds) {
 			ASSERT_EQ(0, fz_reload(kfd))
@@ -1172,8 +1148,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 120)
 				       strerror(errno));
 			reloads++;
 			/* a fresh module starts with nothing live */
-			sets0 = fz_counter("live_sets");
-			tasks0 = fz_counter("live_tasks");
+			sets0 = su_counter("live_sets");
+			tasks0 = su_counter("live_tasks");
 			EXPECT_EQ(0, sets0);
 			EXPECT_EQ(0, tasks0);
 		}
@@ -1375,10 +1351,10 @@ TEST_F_TIMEOUT(storm, thread_storm, 3700)
 
 	FZ_NEED_DEVICE();
 	FZ_NEED_ROOT();
-	tasks0 = fz_counter("live_tasks");
-	recs0 = fz_counter("records");
-	lost0 = fz_counter("lost");
-	samples0 = fz_counter("samples");
+	tasks0 = su_counter("live_tasks");
+	recs0 = su_counter("records");
+	lost0 = su_counter("lost");
+	samples0 = su_counter("samples");
 	if (tasks0 < 0 || recs0 < 0 || lost0 < 0)
 		SKIP(return, "debugfs counters absent");
 	s.fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
@@ -1413,18 +1389,18 @@ TEST_F_TIMEOUT(storm, thread_storm, 3700)
 	secs = (t1 - t0) / 1e9;
 	TH_LOG("%ld threads created and labeled in %.1f s: %.0f/s with %ld creators (target 10000/s); %lld samples at 10 kHz, %lld thread records, %lld records delivered, %lld lost",
 	       s.created, secs, s.created / secs, (long)ncr,
-	       fz_counter("samples") - samples0, r.y.threads, r.y.recs,
+	       su_counter("samples") - samples0, r.y.threads, r.y.recs,
 	       r.y.lost);
 	EXPECT_EQ(0, s.failed);
 	EXPECT_LT(0, s.created);
 	/* every creation was delivered or counted lost */
 	EXPECT_LE(s.created, r.y.threads + r.y.lost);
 	/* produced = delivered + reported lost */
-	EXPECT_EQ(fz_counter("records") - recs0, r.y.recs);
-	EXPECT_EQ(fz_counter("lost") - lost0, r.y.lost);
+	EXPECT_EQ(su_counter("records") - recs0, r.y.recs);
+	EXPECT_EQ(su_counter("lost") - lost0, r.y.lost);
 	close(sfd);
 	close(s.fd);
-	EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0));
+	EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
 }
 
 /*
@@ -1473,7 +1449,7 @@ TEST(task_table_resize_while_sampling)
 
 	FZ_NEED_DEVICE();
 	FZ_NEED_ROOT();
-	tasks0 = fz_counter("live_tasks");
+	tasks0 = su_counter("live_tasks");
 	b.fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, b.fd);
 	b.id = fz_intern(b.fd, "burst", 1);
@@ -1507,7 +1483,7 @@ TEST(task_table_resize_while_sampling)
 	EXPECT_EQ(0, b.failed);
 	close(sfd);
 	close(b.fd);
-	EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0));
+	EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
 }
 
 /* --- quota --------------------------------------------------------------- */
@@ -1604,7 +1580,7 @@ TEST(quota_two_users)
 	old = su_read_num(FZ_SYSCTL "max_sets_per_user");
 	if (old < 0)
 		SKIP(return, "kernel.plabel.max_sets_per_user absent");
-	sets0 = fz_counter("live_sets");
+	sets0 = su_counter("live_sets");
 	q = mmap(NULL, sizeof(*q), PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, q);
@@ -1636,7 +1612,7 @@ TEST(quota_two_users)
 	EXPECT_LT(FZ_QUOTA, q->other_ok);
 	EXPECT_EQ(0, q->other_fail)
 		TH_LOG("other user: %s", strerror(q->other_err));
-	EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0));
+	EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
 	munmap(q, sizeof(*q));
 }
 
@@ -1689,8 +1665,8 @@ TEST(stalled_reader)
 	FZ_NEED_DEVICE();
 	FZ_NEED_ROOT();
 	old = su_read_num(FZ_SYSCTL "ring_kb");
-	recs0 = fz_counter("records");
-	lost0 = fz_counter("lost");
+	recs0 = su_counter("records");
+	lost0 = su_counter("lost");
 	if (old < 0 || recs0 < 0 || lost0 < 0)
 		SKIP(return, "ring_kb sysctl or debugfs counters absent");
 	/* the smallest ring the sysctl takes */
@@ -1720,13 +1696,13 @@ TEST(stalled_reader)
 	ASSERT_EQ(0, ioctl(fd, PLABEL_IOC_SESSION_STOP));
 	EXPECT_EQ(0, fz_drain(fd, &y, 1 << 20));
 	EXPECT_EQ(0, y.bad);
-	produced = fz_counter("records") - recs0 + fz_counter("lost") - lost0;
+	produced = su_counter("records") - recs0 + su_counter("lost") - lost0;
 	TH_LOG("ring %lld KiB, reader stalled 2 s then slow (20 reads of 8 KiB): %lld records produced = %lld delivered + %lld reported lost (%ld threads created)",
 	       min_kb, produced, y.recs, y.lost, load.threads);
 	EXPECT_LT(0, y.lost);
 	EXPECT_LT(0, y.recs);
-	EXPECT_EQ(fz_counter("records") - recs0, y.recs);
-	EXPECT_EQ(fz_counter("lost") - lost0, y.lost);
+	EXPECT_EQ(su_counter("records") - recs0, y.recs);
+	EXPECT_EQ(su_counter("lost") - lost0, y.lost);
 	EXPECT_EQ(produced, y.recs + y.lost);
 	close(fd);
 }
@@ -1827,7 +1803,7 @@ static int fz_fail_child(int report)
 
 TEST(failslab)
 {
-	long long sets0, tasks0;
+	long sets0, tasks0;
 	long ok = 0, failed = 0;
 	int odd = 0, status, p[2];
 	char line[64] = "";
@@ -1838,8 +1814,8 @@ TEST(failslab)
 	if (access(FZ_FAILSLAB "probability", F_OK) ||
 	    access("/proc/self/make-it-fail", F_OK))
 		SKIP(return, "no failslab in this kernel (debug kernel only)");
-	sets0 = fz_counter("live_sets");
-	tasks0 = fz_counter("live_tasks");
+	sets0 = su_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
 	ASSERT_EQ(0, pipe(p));
 	ASSERT_EQ(0, fz_failslab_set("task-filter", "Y"));
 	ASSERT_EQ(0, fz_failslab_set("ignore-gfp-wait", "N"));
@@ -1865,8 +1841,8 @@ TEST(failslab)
 		TH_LOG("unexpected errno %d (%s)", odd, strerror(odd));
 	EXPECT_LT(0, ok);
 	EXPECT_LT(0, failed);
-	EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0));
-	EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0));
+	EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0));
+	EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0));
 }
 
 /* --- every allocation failure, one at a time ------------------------------ */
@@ -2059,7 +2035,7 @@ out:
 
 TEST(fail_nth)
 {
-	long long sets0, tasks0;
+	long sets0, tasks0;
 	int nth_fd, step;
 
 	FZ_NEED_DEVICE();
@@ -2070,8 +2046,8 @@ TEST(fail_nth)
 	/* every slab allocation counts, however it may sleep */
 	ASSERT_EQ(0, fz_failslab_set("ignore-gfp-wait", "N"));
 	ASSERT_EQ(0, fz_failslab_set("verbose", "0"));
-	sets0 = fz_counter("live_sets");
-	tasks0 = fz_counter("live_tasks");
+	sets0 = su_counter("live_sets");
+	tasks0 = su_counter("live_tasks");
 	for (step = 0; step < FN_NSTEPS; step++) {
 		unsigned int n;
 		int injected = 0;
@@ -2092,9 +2068,9 @@ TEST(fail_nth)
 		TH_LOG("%s: %u allocation failures injected, each handled",
 		       fn_names[step], injected);
 		EXPECT_LT(0, injected);
-		EXPECT_EQ(sets0, fz_counter_wait("live_sets", sets0))
+		EXPECT_EQ(sets0, su_counter_wait("live_sets", sets0))
 			TH_LOG("after %s", fn_names[step]);
-		EXPECT_EQ(tasks0, fz_counter_wait("live_tasks", tasks0))
+		EXPECT_EQ(tasks0, su_counter_wait("live_tasks", tasks0))
 			TH_LOG("after %s", fn_names[step]);
 	}
 	close(nth_fd);
