@@ -196,7 +196,6 @@ static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
 {
 	struct plabel_rec_mmap rec = {
 		.hdr.type = PLABEL_REC_MMAP,
-		.time_ns = ktime_get_ns(),
 		.pid = tgid,
 		.path_len = path_len,
 		.start = vma->vm_start,
@@ -208,6 +207,7 @@ static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
 	unsigned long flags;
 
 	local_irq_save(flags);
+	rec.time_ns = ktime_get_ns();	/* as close to the write as EXEC's */
 	r = &s->cpu[smp_processor_id()]->ring;
 	if (plabel_wr_begin(&w, r, ALIGN(sizeof(rec) + path_len, 8))) {
 		plabel_wr_put(&w, &rec, sizeof(rec));
@@ -391,9 +391,10 @@ void plabel_session_on_exec(void)
 	if (!s || !plabel_session_wants(s, current->tgid))
 		goto out;
 	atomic_inc(&s->exec_seq);
-	rec.time_ns = ktime_get_ns();
 	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
 	local_irq_save(flags);
+	/* stamped where it is written: readers rely on the two being close */
+	rec.time_ns = ktime_get_ns();
 	r = &s->cpu[smp_processor_id()]->ring;
 	if (plabel_wr_begin(&w, r, sizeof(rec))) {
 		plabel_wr_put(&w, &rec, sizeof(rec));

@@ -80,6 +80,25 @@ struct plabel_csample {
 };
 
 /*
+ * Samples merged once their time is settled (see plabel_collect_settled()):
+ * what building needs of a sample is its type, process, thread (only for
+ * the pid/tid labels), image generation, chain and label set, and how many
+ * there were. A long recording then costs memory per distinct sample, not
+ * per sample.
+ */
+struct plabel_agg {
+	uint32_t pid, tid;
+	uint32_t chain, gen;
+	uint64_t set_id;
+	uint32_t type;
+	uint32_t reserved;
+	uint64_t count;
+};
+
+/* Settled samples are merged in batches of at least this many. */
+#define PLABEL_FOLD_BATCH	65536
+
+/*
  * Unwinding a dwarf snapshot takes far longer than collecting a sample,
  * and on arrival it competes with the profiled program for the CPUs: the
  * reader falls behind and records are lost. So the snapshots (registers
@@ -111,6 +130,15 @@ struct plabel_spool {
 	size_t stack_cap;
 };
 
+/*
+ * Open addressing table of item index + 1 (0: a free slot), kept at most
+ * half full; the items and their hashes are the owner's.
+ */
+struct plabel_itab {
+	uint32_t *tab;
+	size_t cap;		/* a power of two */
+};
+
 /* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
 struct plabel_pair_ent {
 	uint64_t key_a, key_b;
@@ -130,13 +158,18 @@ struct plabel_collect {
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
 
-	struct plabel_csample *samples;
+	struct plabel_csample *samples;	/* not merged yet, arrival order */
 	size_t nsamples, samples_cap;
+	uint64_t settled;	/* every record stamped before it is in */
+	size_t fold_at;		/* merge when nsamples reaches it */
+
+	struct plabel_agg *aggs;
+	size_t naggs, aggs_cap;
+	struct plabel_itab agg_tab;
 
 	struct plabel_chain **chains;	/* by index */
 	size_t nchains, chains_cap;
-	uint32_t *chain_tab;	/* hash table of chain index + 1; 0: free */
-	size_t chain_tab_cap;	/* a power of two */
+	struct plabel_itab chain_tab;
 	struct plabel_cblock *cblocks;
 	uint64_t *chainbuf;	/* a sample's chain while it is looked up */
 	size_t chainbuf_cap;
@@ -158,6 +191,7 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->flags = flags;
 	c->period_ns = 10000000;
 	c->spool.fd = -1;
+	c->fold_at = PLABEL_FOLD_BATCH;
 	return c;
 }
 
@@ -190,8 +224,10 @@ void plabel_collect_free(struct plabel_collect *c)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
 	free(c->samples);
+	free(c->aggs);
+	free(c->agg_tab.tab);
 	free(c->chains);
-	free(c->chain_tab);
+	free(c->chain_tab.tab);
 	while (c->cblocks) {
 		struct plabel_cblock *b = c->cblocks;
 
@@ -224,6 +260,8 @@ void plabel_collect_stats(const struct plabel_collect *c,
 {
 	*st = c->st;
 	st->labelsets = c->nlsets;
+	st->held = c->nsamples;
+	st->merged = c->naggs;
 }
 
 /* Grow *arr (of *cap elements of size sz) to hold n + 1. */
@@ -501,28 +539,49 @@ static struct plabel_chain *plabel_chain_alloc(struct plabel_collect *c,
 	return ch;
 }
 
-/* Keep the chain table at most half full. 0 or -ENOMEM. */
-static int plabel_chain_tab_reserve(struct plabel_collect *c)
+static uint64_t plabel_hash2(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 29;
+	return h;
+}
+
+/*
+ * Room in t for one more of its n items, hash(c, j) being item j's hash.
+ * 0 or -ENOMEM.
+ */
+static int plabel_itab_reserve(struct plabel_itab *t, size_t n,
+			       uint64_t (*hash)(const struct plabel_collect *,
+						size_t),
+			       const struct plabel_collect *c)
 {
 	size_t ncap, i, j;
 	uint32_t *nt;
 
-	if ((c->nchains + 1) * 2 <= c->chain_tab_cap)
+	if ((n + 1) * 2 <= t->cap)
 		return 0;
-	ncap = c->chain_tab_cap ? c->chain_tab_cap * 2 : 1024;
+	ncap = t->cap ? t->cap * 2 : 1024;
 	nt = calloc(ncap, sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
-	for (j = 0; j < c->nchains; j++) {
-		i = c->chains[j]->hash & (ncap - 1);
+	for (j = 0; j < n; j++) {
+		i = hash(c, j) & (ncap - 1);
 		while (nt[i])
 			i = (i + 1) & (ncap - 1);
 		nt[i] = j + 1;
 	}
-	free(c->chain_tab);
-	c->chain_tab = nt;
-	c->chain_tab_cap = ncap;
+	free(t->tab);
+	t->tab = nt;
+	t->cap = ncap;
 	return 0;
+}
+
+static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)
+{
+	return c->chains[j]->hash;
 }
 
 /*
@@ -536,14 +595,15 @@ static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
 	uint64_t h = plabel_chain_hash(ips, n, nk);
 	struct plabel_chain *ch;
 
-	if (plabel_chain_tab_reserve(c))
+	if (plabel_itab_reserve(&c->chain_tab, c->nchains,
+				plabel_chain_hash_at, c))
 		return -ENOMEM;
-	for (i = h & (c->chain_tab_cap - 1); c->chain_tab[i];
-	     i = (i + 1) & (c->chain_tab_cap - 1)) {
-		ch = c->chains[c->chain_tab[i] - 1];
+	for (i = h & (c->chain_tab.cap - 1); c->chain_tab.tab[i];
+	     i = (i + 1) & (c->chain_tab.cap - 1)) {
+		ch = c->chains[c->chain_tab.tab[i] - 1];
 		if (ch->hash == h && ch->nk == nk && ch->nu == nu &&
 		    (!n || !memcmp(ch->ips, ips, n * sizeof(*ips)))) {
-			*idx = c->chain_tab[i] - 1;
+			*idx = c->chain_tab.tab[i] - 1;
 			return 0;
 		}
 	}
@@ -561,7 +621,7 @@ static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
 		memcpy(ch->ips, ips, n * sizeof(*ips));
 	*idx = c->nchains;
 	c->chains[c->nchains++] = ch;
-	c->chain_tab[i] = c->nchains;
+	c->chain_tab.tab[i] = c->nchains;
 	return 0;
 }
 
@@ -888,6 +948,118 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 	return 0;
 }
 
+/* ---- merging settled samples ---- */
+
+static uint64_t plabel_agg_hash(const struct plabel_agg *a)
+{
+	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
+			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
+					 a->set_id + a->type));
+}
+
+static uint64_t plabel_agg_hash_at(const struct plabel_collect *c, size_t j)
+{
+	return plabel_agg_hash(&c->aggs[j]);
+}
+
+/* Add count samples like k (its count aside). 0 or -ENOMEM. */
+static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
+			  uint64_t count)
+{
+	uint64_t h = plabel_agg_hash(k);
+	struct plabel_agg *a;
+	size_t i, mask;
+
+	if (plabel_itab_reserve(&c->agg_tab, c->naggs, plabel_agg_hash_at, c))
+		return -ENOMEM;
+	mask = c->agg_tab.cap - 1;
+	for (i = h & mask; c->agg_tab.tab[i]; i = (i + 1) & mask) {
+		a = &c->aggs[c->agg_tab.tab[i] - 1];
+		if (a->pid == k->pid && a->tid == k->tid &&
+		    a->chain == k->chain && a->gen == k->gen &&
+		    a->set_id == k->set_id && a->type == k->type) {
+			a->count += count;
+			return 0;
+		}
+	}
+	if (c->naggs >= UINT32_MAX - 1 ||
+	    plabel_grow(&c->aggs, &c->aggs_cap, c->naggs, sizeof(*c->aggs)))
+		return -ENOMEM;
+	a = &c->aggs[c->naggs++];
+	*a = *k;
+	a->count = count;
+	c->agg_tab.tab[i] = c->naggs;
+	return 0;
+}
+
+/*
+ * What building takes of sample s, in *a. 0 when s is left out (what
+ * skip_pid ran before its exec); -1 when that is not known yet (no exec of
+ * skip_pid seen), *a then being the sample as it is if none comes.
+ */
+static int plabel_sample_key(struct plabel_collect *c,
+			     const struct plabel_csample *s,
+			     struct plabel_agg *a)
+{
+	struct plabel_proc *p = plabel_proc_get(c, s->pid);
+	int ret = 1;
+
+	memset(a, 0, sizeof(*a));
+	a->gen = p ? plabel_proc_gen(p, s->time_ns) : 0;
+	if (s->pid && s->pid == c->skip_pid && p && !a->gen) {
+		if (p->nexec)
+			return 0;
+		ret = -1;
+	}
+	a->pid = s->pid;
+	a->tid = c->flags & PLABEL_COLLECT_PID_LABELS ? s->tid : 0;
+	a->chain = s->chain;
+	a->set_id = s->set_id;
+	a->type = s->type;
+	a->count = 1;
+	return ret;
+}
+
+/*
+ * Merge the samples stamped before c->settled, whose generation can no
+ * longer change; keep the others (later ones, snapshots still to unwind)
+ * in arrival order. A failure leaves the samples not merged yet as they
+ * were. 0 or -ENOMEM.
+ */
+static int plabel_fold(struct plabel_collect *c)
+{
+	struct plabel_agg a;
+	size_t i, k = 0;
+	int ret = 0;
+
+	for (i = 0; i < c->nsamples; i++) {
+		const struct plabel_csample *s = &c->samples[i];
+
+		if (!ret && !s->pending && s->time_ns < c->settled) {
+			int kind = plabel_sample_key(c, s, &a);
+
+			if (!kind)
+				continue;
+			if (kind > 0) {
+				ret = plabel_agg_add(c, &a, 1);
+				if (!ret)
+					continue;
+			}
+		}
+		c->samples[k++] = *s;
+	}
+	c->nsamples = k;
+	c->fold_at = k + PLABEL_FOLD_BATCH;
+	return ret;
+}
+
+int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
+{
+	if (time_ns > c->settled)
+		c->settled = time_ns;
+	return c->nsamples >= c->fold_at ? plabel_fold(c) : 0;
+}
+
 int plabel_collect_record(struct plabel_collect *c,
 			  const struct plabel_dec_rec *r)
 {
@@ -931,6 +1103,9 @@ int plabel_collect_record(struct plabel_collect *c,
 			p->exec_cap = ncap;
 		}
 		p->exec_times[p->nexec++] = r->u.exec.time_ns;
+		/* merged samples may then sit in the wrong generation */
+		if (r->u.exec.time_ns < c->settled)
+			c->st.late++;
 		p->view_ok = 0;	/* generations after it move up */
 		/* maps seen before (e.g. from /proc) keep their generation */
 		return 0;
@@ -967,16 +1142,6 @@ struct plabel_pair_map {
 	struct plabel_pair_ent *ents;
 	size_t cap, n;
 };
-
-static uint64_t plabel_hash2(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
-
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 29;
-	return h;
-}
 
 /*
  * The value slot of (a, b), added if new (then 0: the caller fills it in,
@@ -1034,8 +1199,8 @@ struct plabel_build {
 	size_t nuses;
 };
 
-/* Count a frame in user mapping mid, for plabel_main_mapping(). */
-static void plabel_count_use(struct plabel_build *b, uint64_t mid)
+/* Count k frames in user mapping mid, for plabel_main_mapping(). */
+static void plabel_count_use(struct plabel_build *b, uint64_t mid, uint64_t k)
 {
 	if (mid >= b->nuses) {
 		size_t n = b->nuses ? b->nuses : 16;
@@ -1050,7 +1215,7 @@ static void plabel_count_use(struct plabel_build *b, uint64_t mid)
 		b->uses = u;
 		b->nuses = n;
 	}
-	b->uses[mid]++;
+	b->uses[mid] += k;
 }
 
 /*
@@ -1172,34 +1337,36 @@ static int plabel_lset_cmp(const void *a, const void *b)
 }
 
 /*
- * Add sample s, at locations locs, to the profile: with its label set,
- * whose labels the profile checks and interns once, not for every sample.
+ * Add the a->count samples a, at locations locs, to the profile: with
+ * their label set, whose labels the profile checks and interns once, not
+ * for every sample.
  */
 static int plabel_build_add(struct plabel_build *b,
-			    const struct plabel_csample *s,
+			    const struct plabel_agg *a,
 			    const uint64_t *locs, size_t nlocs)
 {
 	struct plabel_collect *c = b->c;
 	int pids = c->flags & PLABEL_COLLECT_PID_LABELS;
-	int64_t pid = pids ? (int64_t)s->pid : -1;
-	int64_t tid = pids ? (int64_t)s->tid : -1;
-	int64_t nanos = s->type == PLABEL_REC_SAMPLE ? (int64_t)c->period_ns :
-						       0;
+	int64_t pid = pids ? (int64_t)a->pid : -1;
+	int64_t tid = pids ? (int64_t)a->tid : -1;
+	int64_t n = (int64_t)a->count;
+	int64_t nanos = a->type == PLABEL_REC_SAMPLE ?
+			(int64_t)c->period_ns * n : 0;
 	struct plabel_prof_label unres;
 	struct plabel_lset *ls = NULL;
 	char idbuf[32];
 	int ret;
 
-	if (s->set_id) {
-		ls = plabel_lset_find(c, s->set_id);
+	if (a->set_id) {
+		ls = plabel_lset_find(c, a->set_id);
 		if (!ls) {
 			/* never drop it silently: name the missing set */
-			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, s->set_id);
+			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, a->set_id);
 			unres.key = "plabel_unresolved_set";
 			unres.value = idbuf;
-			c->st.unresolved++;
+			c->st.unresolved += a->count;
 			return plabel_prof_sample(b->prof, locs, nlocs, &unres,
-						  1, pid, tid, 1, nanos);
+						  1, pid, tid, n, nanos);
 		}
 		if (!ls->prof_set) {
 			ret = plabel_prof_labelset(b->prof, ls->labels,
@@ -1209,7 +1376,7 @@ static int plabel_build_add(struct plabel_build *b,
 		}
 	}
 	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
-					   ls ? ls->prof_set : 0, pid, tid, 1,
+					   ls ? ls->prof_set : 0, pid, tid, n,
 					   nanos);
 }
 
@@ -1232,22 +1399,22 @@ static int plabel_res_reserve(struct plabel_build *b, size_t n)
 }
 
 /*
- * Resolve the chain of s in p's generation gen: append to b->res the
+ * Resolve the chain of a in p's generation a->gen: append to b->res the
  * location ids, then the mapping ids of the user frames that have one,
  * and set *slot to 1 + the entry's offset. What each address resolves to
  * does not depend on the sample, so samples of one chain share this.
  */
 static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
-			  uint32_t gen, const struct plabel_csample *s,
-			  uint64_t *slot)
+			  const struct plabel_agg *a, uint64_t *slot)
 {
-	const struct plabel_chain *ch = b->c->chains[s->chain];
+	const struct plabel_chain *ch = b->c->chains[a->chain];
 	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
-	int cpu = s->type == PLABEL_REC_SAMPLE;
+	int cpu = a->type == PLABEL_REC_SAMPLE;
 	uint64_t *e, *mids;
 
 	max = n < PLABEL_MAX_FRAMES ? n : PLABEL_MAX_FRAMES;
-	if (plabel_proc_view(p, gen) || plabel_res_reserve(b, 2 + 2 * max))
+	if (plabel_proc_view(p, a->gen) ||
+	    plabel_res_reserve(b, 2 + 2 * max))
 		return -ENOMEM;
 	e = b->res + b->nres;
 	mids = e + 2 + max;	/* moved down behind the locations at the end */
@@ -1277,24 +1444,22 @@ static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
 }
 
 static int plabel_build_sample(struct plabel_build *b,
-			       const struct plabel_csample *s)
+			       const struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_proc_get(b->c, s->pid);
+	struct plabel_proc *p = plabel_proc_get(b->c, a->pid);
 	const uint64_t *e;
 	uint64_t *slot;
-	uint32_t gen;
 	size_t i;
 	int ret;
 
 	if (!p)
 		return -ENOMEM;
-	gen = plabel_proc_gen(p, s->time_ns);
-	slot = plabel_pair_slot(&b->rc, (uint64_t)gen << 32 | s->chain,
-				s->pid);
+	slot = plabel_pair_slot(&b->rc, (uint64_t)a->gen << 32 | a->chain,
+				a->pid);
 	if (!slot)
 		return -ENOMEM;
 	if (!*slot) {
-		ret = plabel_resolve(b, p, gen, s, slot);
+		ret = plabel_resolve(b, p, a, slot);
 		if (ret) {
 			b->rc.n--;
 			return ret;
@@ -1302,8 +1467,8 @@ static int plabel_build_sample(struct plabel_build *b,
 	}
 	e = b->res + *slot - 1;
 	for (i = 0; i < e[1]; i++)
-		plabel_count_use(b, e[2 + e[0] + i]);
-	return plabel_build_add(b, s, e + 2, e[0]);
+		plabel_count_use(b, e[2 + e[0] + i], a->count);
+	return plabel_build_add(b, a, e + 2, e[0]);
 }
 
 /*
@@ -1342,18 +1507,16 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	ret = plabel_build_reset(c);
 	if (ret)
 		return ret;
+	/* the merged samples, then the others (in arrival order) */
+	for (i = 0; i < c->naggs && !ret; i++)
+		if (c->aggs[i].type == type)
+			ret = plabel_build_sample(&b, &c->aggs[i]);
 	for (i = 0; i < c->nsamples && !ret; i++) {
-		const struct plabel_csample *cs = &c->samples[i];
+		struct plabel_agg a;
 
-		if (cs->type != type)
-			continue;
-		if (cs->pid && cs->pid == c->skip_pid) {
-			struct plabel_proc *p = plabel_proc_get(c, cs->pid);
-
-			if (p && p->nexec && !plabel_proc_gen(p, cs->time_ns))
-				continue;
-		}
-		ret = plabel_build_sample(&b, cs);
+		if (c->samples[i].type == type &&
+		    plabel_sample_key(c, &c->samples[i], &a))
+			ret = plabel_build_sample(&b, &a);
 	}
 	free(b.lc.ents);
 	free(b.rc.ents);
@@ -1371,6 +1534,13 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 		snprintf(comment, sizeof(comment),
 			 "samples with an unresolved label set: %" PRIu64,
 			 c->st.unresolved);
+		if (plabel_prof_add_comment(prof, comment))
+			return -ENOMEM;
+	}
+	if (c->st.late) {
+		snprintf(comment, sizeof(comment),
+			 "exec records after their time was settled: %" PRIu64,
+			 c->st.late);
 		if (plabel_prof_add_comment(prof, comment))
 			return -ENOMEM;
 	}

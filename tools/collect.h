@@ -5,7 +5,8 @@
  * Records from different CPUs arrive in no particular order, so samples are
  * kept (with their call chains; in dwarf mode the stack snapshots go to a
  * temporary file and are unwound by plabel_collect_finish(), not while the
- * profiled program runs) and resolved at the end: labels from the LABELSET
+ * profiled program runs), merged once no earlier record can come
+ * (plabel_collect_settled()), and resolved at the end: labels from the LABELSET
  * records, addresses through the process's mappings of that time (MMAP
  * records; an EXEC starts a new generation), symbolized with symbolize.c.
  */
@@ -27,6 +28,9 @@ struct plabel_collect_stats {
 	uint64_t lost;		/* records the kernel dropped */
 	uint64_t unresolved;	/* samples whose label set never arrived */
 	uint64_t bad;		/* malformed buffers (decoding stopped) */
+	uint64_t late;		/* EXEC records stamped before settled */
+	uint64_t held;		/* samples held one by one, not merged yet */
+	uint64_t merged;	/* distinct merged samples */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 
@@ -57,6 +61,15 @@ int plabel_collect_record(struct plabel_collect *c,
  */
 int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 			  size_t len);
+
+/*
+ * Every record stamped (time_ns) before time_ns has been fed. Samples
+ * before it are then merged with the like ones (in batches): memory grows
+ * with the distinct samples, not with the recording's length. Without it
+ * every sample is kept until plabel_collect_finish(). 0 or -ENOMEM (the
+ * samples are kept as they were).
+ */
+int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns);
 
 void plabel_collect_stats(const struct plabel_collect *c,
 			  struct plabel_collect_stats *st);

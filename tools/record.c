@@ -32,6 +32,17 @@
 #include "plabel_uapi.h"
 
 #define PLABEL_READ_BUF		(4U << 20)
+
+/*
+ * A read() that leaves more room than any record takes (the largest, a
+ * label set at the limits, is under 300 KiB) went round every CPU's ring
+ * and emptied it, so each record stamped before the read began has been
+ * read, unless it took longer than this from its stamp to its ring: the
+ * kernel stamps and writes a record with interrupts off, but a virtual
+ * CPU can be held up by its host.
+ */
+#define PLABEL_SETTLE_ROOM	(PLABEL_READ_BUF / 2)
+#define PLABEL_SETTLE_MARGIN_NS	2000000000ULL
 #define PLABEL_DEFAULT_DIR	"plabel-out"
 
 static volatile sig_atomic_t plabel_stop_sig;
@@ -74,6 +85,15 @@ static double plabel_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CLOCK_MONOTONIC in ns, the records' clock */
+static uint64_t plabel_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
 {
 	const char *p = arg;
@@ -113,10 +133,14 @@ static const char *plabel_start_err(int err)
 	}
 }
 
-/* One read()'s bytes, queued for the collector thread. */
+/*
+ * One read()'s bytes, queued for the collector thread, and the time
+ * before which every record has been read with them (0: not known).
+ */
 struct plabel_qbuf {
 	struct plabel_qbuf *next;
 	size_t len;
+	uint64_t settled;
 	uint8_t data[];
 };
 
@@ -162,6 +186,8 @@ static void *plabel_worker(void *arg)
 		pthread_mutex_lock(&st->col_lock);
 		ret = st->nomem ? 0 :
 		      plabel_collect_buffer(st->col, q->data, q->len);
+		if (!ret && !st->nomem && q->settled)
+			ret = plabel_collect_settled(st->col, q->settled);
 		pthread_mutex_unlock(&st->col_lock);
 		free(q);
 		if (ret == -ENOMEM)
@@ -203,6 +229,7 @@ static void plabel_worker_finish(struct plabel_rec_state *st)
 /* One read(): >0 bytes queued, 0 end of stream, -EAGAIN, or an error. */
 static ssize_t plabel_read_once(struct plabel_rec_state *st)
 {
+	uint64_t t = plabel_now_ns();
 	ssize_t n = read(st->fd, st->buf, PLABEL_READ_BUF);
 	struct plabel_qbuf *q;
 
@@ -217,6 +244,9 @@ static ssize_t plabel_read_once(struct plabel_rec_state *st)
 		return -ENOMEM;
 	q->next = NULL;
 	q->len = n;
+	q->settled = (size_t)n <= PLABEL_SETTLE_ROOM &&
+		     t > PLABEL_SETTLE_MARGIN_NS ?
+		     t - PLABEL_SETTLE_MARGIN_NS : 0;
 	memcpy(q->data, st->buf, n);
 	pthread_mutex_lock(&st->qlock);
 	if (st->tail)

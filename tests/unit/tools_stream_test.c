@@ -627,4 +627,248 @@ TEST(collect_stops_at_corrupt_buffer)
 	plabel_syms_free(syms);
 }
 
+/*
+ * A long stream fed as `plabel record` feeds it: in read()-sized chunks,
+ * each followed by the time before which every record is in. Samples
+ * interleave three processes, two threads each, three label sets and
+ * seven addresses, slightly out of time order; pid 100 (the command
+ * record runs) execs early; pid 200 execs just before the first batch is
+ * merged and its EXEC arrives after 3000 later samples, after that merge
+ * but before the settled time passes its own.
+ */
+#define MS_N		150000
+#define MS_T(i)		(10000 + 10 * (uint64_t)(i) + ((i) % 3 == 1 ? 25 : 0))
+#define MS_PID(i)	(100 + 100 * ((i) % 3))
+#define MS_EXEC100	3000
+#define MS_EXEC200	64000
+#define MS_LATE		3000
+#define MS_LAG		4000
+
+/* what merged and unmerged profiles must both hold */
+struct ms_sums {
+	int64_t by[3][2][3];	/* pid, after pid 200's exec, label set */
+	int64_t addr[7];
+	int64_t total;
+};
+
+static void ms_expect(struct ms_sums *e)
+{
+	size_t i;
+
+	memset(e, 0, sizeof(*e));
+	for (i = 0; i < MS_N; i++) {
+		uint32_t pid = MS_PID(i);
+		int after = pid == 200 && MS_T(i) >= MS_T(MS_EXEC200);
+
+		if (pid == 100 && MS_T(i) < MS_T(MS_EXEC100))
+			continue;
+		e->by[pid / 100 - 1][after][i % 5 % 3]++;
+		e->addr[i % 7]++;
+		e->total++;
+	}
+}
+
+static void ms_sums(struct plabel_prof *p, uint64_t fn, struct ms_sums *g)
+{
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_prof_mapping_info mi;
+	size_t i, j;
+
+	memset(g, 0, sizeof(*g));
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		const struct plabel_prof_label *w;
+		int64_t pid = 0, after = 0;
+
+		plabel_prof_get_sample(p, i, &si);
+		for (j = 0; j < si.nnumlabels; j++)
+			if (!strcmp(si.numlabels[j].key, "pid"))
+				pid = si.numlabels[j].num;
+		w = find_label(&si, "worker");
+		if (pid < 100 || pid > 300 || !w || si.nlocs != 1 ||
+		    plabel_prof_find_location(p, si.loc_ids[0], &li) ||
+		    li.address < fn + 1 || li.address > fn + 7)
+			continue;	/* counted in total only: a mismatch */
+		for (j = 0; j < plabel_prof_num_mappings(p); j++) {
+			plabel_prof_get_mapping(p, j, &mi);
+			if (mi.id == li.mapping_id &&
+			    !strcmp(mi.file, "/nonexistent/after"))
+				after = 1;
+		}
+		g->by[pid / 100 - 1][after][w->value[0] - 'a'] += si.values[0];
+		g->addr[li.address - fn - 1] += si.values[0];
+	}
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		plabel_prof_get_sample(p, i, &si);
+		g->total += si.values[0];
+	}
+}
+
+static struct plabel_collect *ms_feed(struct plabel_syms *syms,
+				      const struct plabel_map *m, int settle,
+				      uint64_t *max_held)
+{
+	static const char *const sets[3][2] = {
+		{ "worker", "a" }, { "worker", "b" }, { "worker", "c" },
+	};
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_collect *c;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_exec *ex;
+	struct plabel_rec_mmap *mm;
+	uint64_t fn = (uintptr_t)plabel_test_target, ip;
+	size_t i;
+	uint32_t pid;
+
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
+	if (!c)
+		return NULL;
+	plabel_collect_skip_before_exec(c, 100);
+	*max_held = 0;
+	b.len = 0;
+	for (pid = 100; pid <= 300; pid += 100)
+		sb_mmap(&b, pid, m->start, m->end, m->offset, m->path);
+	for (i = 0; i < MS_N; i++) {
+		pid = MS_PID(i);
+		ip = fn + 1 + i % 7;
+		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 1 + i % 5 % 3, pid,
+				&ip, 0, 1);
+		smp->time_ns = MS_T(i);
+		smp->tid = pid + (i / 3) % 2;
+		if (i == MS_EXEC100 || i == MS_EXEC200 + MS_LATE) {
+			pid = i == MS_EXEC100 ? 100 : 200;
+			ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+			ex->pid = pid;
+			ex->time_ns = MS_T(i == MS_EXEC100 ? i : MS_EXEC200);
+			mm = (void *)(b.data + b.len);
+			sb_mmap(&b, pid, m->start, m->end, m->offset,
+				pid == 100 ? m->path : "/nonexistent/after");
+			mm->time_ns = ex->time_ns + 1;
+		}
+		if (b.len > sizeof(b.data) - 512 || i == MS_N - 1) {
+			if (plabel_collect_buffer(c, b.data, b.len))
+				goto fail;
+			b.len = 0;
+			/* a read() went round every ring MS_LAG samples ago */
+			if (settle && i > MS_LAG &&
+			    plabel_collect_settled(c, MS_T(i - MS_LAG)))
+				goto fail;
+			plabel_collect_stats(c, &st);
+			if (st.held > *max_held)
+				*max_held = st.held;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		sb_labelset(&b, 1 + i, sets[i], 1);
+	if (plabel_collect_buffer(c, b.data, b.len))
+		goto fail;
+	return c;
+fail:
+	plabel_collect_free(c);
+	return NULL;
+}
+
+TEST(merge_settled_samples)
+{
+	uint64_t fn = (uintptr_t)plabel_test_target, held[2];
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_collect_stats st[2];
+	struct plabel_prof *cpu[2], *tc[2];
+	struct ms_sums want, got;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	size_t n, i;
+	int k;
+
+	ASSERT_NE(NULL, syms);
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	ms_expect(&want);
+	ASSERT_LT(0, want.by[1][1][0]);	/* the test covers both images */
+	ASSERT_LT(0, want.by[1][0][2]);
+	for (k = 0; k < 2; k++) {
+		c = ms_feed(syms, m, k, &held[k]);
+		ASSERT_NE(NULL, c);
+		plabel_collect_stats(c, &st[k]);
+		ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu[k], &tc[k]));
+		plabel_collect_free(c);
+		ms_sums(cpu[k], fn, &got);
+		EXPECT_EQ(0, memcmp(&want, &got, sizeof(want)));
+		if (memcmp(&want, &got, sizeof(want)))
+			TH_LOG("%s: total %lld, want %lld",
+			       k ? "merged" : "unmerged",
+			       (long long)got.total, (long long)want.total);
+		EXPECT_EQ(0, st[k].late);
+	}
+	EXPECT_EQ(MS_N, st[0].samples);
+	EXPECT_EQ(MS_N, st[1].samples);
+	/* unmerged: every sample held; merged: a batch and the last MS_LAG */
+	EXPECT_EQ(MS_N, held[0]);
+	EXPECT_EQ(0, st[0].merged);
+	EXPECT_GT(65536 + MS_LAG + 1100, held[1]);
+	/* 3 pids x 2 tids x 3 sets x 7 addresses x 2 images at most */
+	EXPECT_LT(0, st[1].merged);
+	EXPECT_GE(3 * 2 * 3 * 7 * 2, st[1].merged);
+	/* the same profile, to the number of samples in it */
+	EXPECT_EQ(plabel_prof_num_samples(cpu[0]),
+		  plabel_prof_num_samples(cpu[1]));
+	for (i = 0; i < 2; i++) {
+		plabel_prof_free(cpu[i]);
+		plabel_prof_free(tc[i]);
+	}
+	plabel_maps_free(maps, n);
+	plabel_syms_free(syms);
+}
+
+/* An EXEC older than the settled time is not lost: it is counted, said. */
+TEST(merge_late_exec_is_visible)
+{
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t ips[1] = { 0x1000 };
+	size_t i;
+	int found = 0;
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	for (i = 0; i < 70000; i++) {
+		if (b.len > sizeof(b.data) - 512) {
+			ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+			b.len = 0;
+		}
+		sb_sample(&b, PLABEL_REC_SAMPLE, 0, 1, ips, 0, 1)->time_ns =
+			100 + i;
+	}
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_settled(c, 1000000));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(0, st.held);
+	EXPECT_EQ(1, st.merged);
+	b.len = 0;
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = 1;
+	ex->time_ns = 500;
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(1, st.late);
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
+	for (i = 0; i < plabel_prof_num_comments(cpu); i++)
+		if (!strcmp(plabel_prof_comment(cpu, i),
+			    "exec records after their time was settled: 1"))
+			found = 1;
+	EXPECT_EQ(1, found);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 TEST_HARNESS_MAIN
