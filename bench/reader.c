@@ -4,6 +4,7 @@
  * pprof file, on a synthetic but realistic stream.
  *
  *   reader [--mode fp|dwarf] [--samples N] [--stacks K] [--out DIR]
+ *          [--settle-lag-ms MS]
  *
  * The stream is made from this program's own call chains: a recursive
  * family of functions is walked along K different paths (default 300),
@@ -25,7 +26,11 @@
  * that CPU time split into ingest (decoding and collecting, what runs while
  * recording) and finish (building, symbolizing and writing the profiles,
  * once at the end): ingest_cpu_seconds, ingest_samples_per_cpu_sec,
- * finish_cpu_seconds.
+ * finish_cpu_seconds. With --settle-lag-ms, each buffer is followed, as
+ * in `plabel record`, by the time before which every record is in: here
+ * the newest sample's time less MS (record's margin is 2000), so samples
+ * are merged as they settle; held_max is then the most samples held one by
+ * one, and merged the distinct merged samples at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -287,7 +292,8 @@ static double plabel_rb_cpu(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int plabel_rb_read(const char *stream, const char *outpath)
+static int plabel_rb_read(const char *stream, const char *outpath,
+			  uint64_t lag_ns)
 {
 	struct plabel_prof *cpu = NULL, *tc = NULL;
 	struct plabel_collect_stats st;
@@ -295,6 +301,7 @@ static int plabel_rb_read(const char *stream, const char *outpath)
 	struct plabel_syms *syms;
 	uint8_t *buf = malloc(PLABEL_RB_CHUNK + 65536);
 	size_t have = 0, used;
+	uint64_t newest = 0, held_max = 0;
 	double t0, t1, c0, c1, c2;
 	ssize_t n;
 	int fd, ret;
@@ -318,16 +325,27 @@ static int plabel_rb_read(const char *stream, const char *outpath)
 		/* whole records only, as read() on /dev/plabel gives */
 		used = 0;
 		while (used + 8 <= have) {
-			uint32_t sz;
+			struct plabel_rec_sample h;
 
-			memcpy(&sz, buf + used + 4, 4);
-			if (sz < 8 || used + sz > have)
+			memcpy(&h.hdr, buf + used, sizeof(h.hdr));
+			if (h.hdr.size < 8 || used + h.hdr.size > have)
 				break;
-			used += sz;
+			if (h.hdr.type == PLABEL_REC_SAMPLE &&
+			    h.hdr.size >= sizeof(h)) {
+				memcpy(&h, buf + used, sizeof(h));
+				if (h.time_ns > newest)
+					newest = h.time_ns;
+			}
+			used += h.hdr.size;
 		}
 		if (!used)
 			return 1;
 		ret = plabel_collect_buffer(col, buf, used);
+		if (!ret && lag_ns && newest > lag_ns)
+			ret = plabel_collect_settled(col, newest - lag_ns);
+		plabel_collect_stats(col, &st);
+		if (st.held > held_max)
+			held_max = st.held;
 		if (ret) {
 			fprintf(stderr, "reader: collect: %s\n",
 				strerror(-ret));
@@ -351,6 +369,10 @@ static int plabel_rb_read(const char *stream, const char *outpath)
 	c2 = plabel_rb_cpu();
 	plabel_collect_stats(col, &st);
 	printf("samples %llu\n", (unsigned long long)st.samples);
+	if (lag_ns) {
+		printf("held_max %llu\n", (unsigned long long)held_max);
+		printf("merged %llu\n", (unsigned long long)st.merged);
+	}
 	printf("ingest_cpu_seconds %.3f\n", c1 - c0);
 	printf("finish_cpu_seconds %.3f\n", c2 - c1);
 	if (c1 > c0)
@@ -370,7 +392,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = "/tmp";
 	char stream[PATH_MAX], outpath[PATH_MAX];
-	uint64_t nsamples = 0, i, x = 88172645463325252ULL;
+	uint64_t nsamples = 0, i, x = 88172645463325252ULL, lag_ms = 0;
 	int k = 300, i2, status;
 	struct rusage ru;
 	struct stat sb;
@@ -388,6 +410,10 @@ int main(int argc, char **argv)
 			k = atoi(argv[i2 + 1]);
 		else if (!strcmp(argv[i2], "--out"))
 			dir = argv[i2 + 1];
+		else if (!strcmp(argv[i2], "--settle-lag-ms"))
+			lag_ms = strtoull(argv[i2 + 1], NULL, 0);
+		else
+			return 2;
 	}
 	if (!nsamples)
 		nsamples = plabel_rb_dwarf ? 200000 : 2000000;
@@ -441,7 +467,7 @@ int main(int argc, char **argv)
 
 	child = fork();
 	if (child == 0) {
-		i2 = plabel_rb_read(stream, outpath);
+		i2 = plabel_rb_read(stream, outpath, lag_ms * 1000000);
 		fflush(stdout);
 		_exit(i2);
 	}

@@ -3,12 +3,15 @@
 #
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
 # throughput), then bench/vm.sh in a VM (label cost, sampling overhead
-# beside perf, accuracy beside Go, kernel memory), prints a table and
+# beside perf, accuracy beside Go, kernel memory) and once more for the
+# overhead in a VM that counts instructions, prints a table and
 # writes build/bench/results.json, copied to bench/results.json.
 # Figures only: nothing here fails on speed.
 #
 # BENCH_KERNEL (default 6.1), BENCH_REPS (default 3), BENCH_SPIN_MS
-# (default 1500: the unprofiled workload's wall time in the VM).
+# (default 1500: the unprofiled workload's wall time in the VM),
+# BENCH_ICOUNT (default 1; 0 skips the instruction-counting overhead run),
+# BENCH_ICOUNT_REPS (default 2).
 
 set -u
 cd "$(dirname "$0")/.."
@@ -66,16 +69,22 @@ label_keys() {
 label_keys "$O/label_cost_host.txt" host >>"$R"
 
 # --- 4. reader throughput on the host ---------------------------------------
-for mode in fp dwarf; do
-	log "reader throughput ($mode)"
-	mkdir -p "$O/reader_$mode"
-	n=1000000
-	[ $mode = dwarf ] && n=50000
-	$B/reader --mode $mode --samples $n --out "$O/reader_$mode" \
-		>"$O/reader_$mode.txt" 2>&1
-	awk -v m=$mode 'NF == 2 { print "reader." m "." $1, $2 }' \
-		"$O/reader_$mode.txt" >>"$R"
-	rm -f "$O/reader_$mode/stream.bin"
+# fp, dwarf: the pipeline's speed; long, long_merged: 8 M fp samples (12.5 s
+# at 10 kHz on 64 CPUs) held one by one, and merged as they settle with
+# plabel record's 2 s margin: the memory a long recording takes.
+for run in fp dwarf long long_merged; do
+	log "reader throughput ($run)"
+	mkdir -p "$O/reader_$run"
+	case $run in
+	fp) args="--mode fp --samples 1000000" ;;
+	dwarf) args="--mode dwarf --samples 50000" ;;
+	long) args="--mode fp --samples 8000000" ;;
+	long_merged) args="--mode fp --samples 8000000 --settle-lag-ms 2000" ;;
+	esac
+	$B/reader $args --out "$O/reader_$run" >"$O/reader_$run.txt" 2>&1
+	awk -v m=$run 'NF == 2 { print "reader." m "." $1, $2 }' \
+		"$O/reader_$run.txt" >>"$R"
+	rm -f "$O/reader_$run/stream.bin"
 done
 
 # --- 2, 3, 5 and label cost again, in the VM --------------------------------
@@ -94,6 +103,22 @@ vmrc=$?
 if [ -s "$B/vm/vm.txt" ]; then
 	cat "$B/vm/vm.txt" >>"$R"
 	[ -s "$B/vm/label_cost.txt" ] && label_keys "$B/vm/label_cost.txt" vm >>"$R"
+fi
+
+# --- 2b. overhead again on one vCPU under instruction counting --------------
+# Guest time is then instructions executed: runs repeat to within a few
+# tenths of a percent whatever the host does, where the runs above vary by
+# up to 20 %. (qemu 7.2 does not bring up a second vCPU in this mode.)
+if [ "${BENCH_ICOUNT:-1}" = 1 ]; then
+	log "VM with instruction counting (1 vCPU): overhead; takes minutes"
+	rm -rf "$B/vm-icount"
+	PLABEL_BENCH_REPS=${BENCH_ICOUNT_REPS:-2} PLABEL_BENCH_PARTS=overhead \
+	PLABEL_BENCH_SPIN_MS=${BENCH_SPIN_MS:-1500} PLABEL_VM_ACCEL=icount \
+	PLABEL_VM_SMP=1 PLABEL_VM_QUIET=1 scripts/plabel-vm \
+		--kernel "${BENCH_KERNEL:-6.1}" --out "$B/vm-icount" \
+		--timeout 2400 -- bench/vm.sh ||
+		log "the instruction-counting VM run failed; its figures may be missing"
+	[ -s "$B/vm-icount/vm.txt" ] && sed 's/^/icount./' "$B/vm-icount/vm.txt" >>"$R"
 fi
 emit machine.loadavg_after "$(cut -d' ' -f1 /proc/loadavg)"
 

@@ -11,6 +11,28 @@ function g(k) { return (k in v) ? v[k] : "-" }
 function pc(k) { return (k in v && v[k] != "") ? sprintf("%.1f", v[k]) : "-" }
 function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
 	sprintf("%.2f", v[a] / v[b]) : "-" }
+function overhead(o,    m, h, p, q, modes, rates) {
+	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
+	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s"
+	print "                 plabel                    perf            plabel/perf  plabel handler"
+	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%    wall    ns/sample  samples  lost"
+	split("fp dwarf", modes, " ")
+	split("99 999 4999", rates, " ")
+	for (m = 1; m <= 2; m++)
+		for (h = 1; h <= 3; h++) {
+			p = o ".plabel_" modes[m] "_" rates[h]
+			q = o ".perf_" modes[m] "_" rates[h]
+			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s  %4s\n", \
+				modes[m], rates[h], g(p ".slowdown"), \
+				g(p ".workload_cpu_ratio"), pc(p ".profiler_cpu_pct"), \
+				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
+				pc(q ".profiler_cpu_pct"), \
+				r(p ".slowdown", q ".slowdown"), \
+				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
+				g(p ".lost_per_run")
+		}
+	print ""
+}
 END {
 	printf "machine: %s cpus %s, kernel %s, load %s -> %s; VM: %s vCPUs, kernel %s\n\n", \
 		g("machine.cpu_model"), g("machine.host_cpus"), \
@@ -28,27 +50,13 @@ END {
 	printf "   %-36s %8s        %8s     (goal <= 0.5)\n\n", "plabel_do / pprof.Do", \
 		g("labels.host.ratio_do_vs_go"), g("labels.vm.ratio_do_vs_go")
 
-	printf "2. sampling overhead (VM, %s threads, median of runs): slowdown vs no profiler\n", g("overhead.threads")
-	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
-	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s"
-	print "                 plabel                    perf            plabel/perf  plabel handler"
-	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%    wall    ns/sample  samples  lost"
-	split("fp dwarf", modes, " ")
-	split("99 999 4999", rates, " ")
-	for (m = 1; m <= 2; m++)
-		for (h = 1; h <= 3; h++) {
-			p = "overhead.plabel_" modes[m] "_" rates[h]
-			q = "overhead.perf_" modes[m] "_" rates[h]
-			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s  %4s\n", \
-				modes[m], rates[h], g(p ".slowdown"), \
-				g(p ".workload_cpu_ratio"), pc(p ".profiler_cpu_pct"), \
-				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
-				pc(q ".profiler_cpu_pct"), \
-				r(p ".slowdown", q ".slowdown"), \
-				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
-				g(p ".lost_per_run")
-		}
-	print ""
+	printf "2. sampling overhead (VM, %s vCPUs, %s threads, median of runs): slowdown vs no profiler\n", \
+		g("vm.ncpus"), g("overhead.threads")
+	overhead("overhead")
+	printf "2b. the same on %s vCPU with instruction counting (qemu -icount: time is\n", g("icount.vm.ncpus")
+	print "   instructions executed, so runs repeat to within a few 0.1 %; no cache or"
+	print "   memory costs), median of runs"
+	overhead("icount.overhead")
 
 	print "3. accuracy: worst label-share error, percentage points, vs the kernel (goal < 2)"
 	for (k in v)
@@ -71,8 +79,16 @@ END {
 	print "   10 kHz x 64 CPUs = 10000 x 64 = 640000 samples/s reach the reader:"
 	printf "   ingest (while recording) / 640000 = %s, / 1000000 = %s (goal >= 1)\n", \
 		i != "-" ? sprintf("%.2f", i / 640000) : "-", i != "-" ? sprintf("%.2f", i / 1000000) : "-"
-	printf "   whole pipeline incl. final build / 640000 = %s, / 1000000 = %s\n\n", \
+	printf "   whole pipeline incl. final build / 640000 = %s, / 1000000 = %s\n", \
 		f != "-" ? sprintf("%.2f", f / 640000) : "-", f != "-" ? sprintf("%.2f", f / 1000000) : "-"
+	print "   8 M fp samples (12.5 s at 640000/s)   samples/CPU-s  peak RSS KiB  held at most  merged"
+	printf "   %-36s %14s %13s %13s %7s\n", "every sample held", \
+		g("reader.long.samples_per_cpu_sec"), g("reader.long.maxrss_kb"), \
+		g("reader.long.samples"), "-"
+	printf "   %-36s %14s %13s %13s %7s\n", "merged once settled (2 s margin)", \
+		g("reader.long_merged.samples_per_cpu_sec"), g("reader.long_merged.maxrss_kb"), \
+		g("reader.long_merged.held_max"), g("reader.long_merged.merged")
+	printf "   peak RSS merged / held: %s\n\n", r("reader.long_merged.maxrss_kb", "reader.long.maxrss_kb")
 
 	print "5. memory (VM)"
 	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")
