@@ -159,46 +159,71 @@ bool plabel_ring_empty(struct plabel_ring *r)
 	return smp_load_acquire(&r->head) == r->tail;
 }
 
+/* Size of the record at position pos; 0 if it is not a valid record. */
+static u32 plabel_ring_rec_size(struct plabel_ring *r, u64 pos, u64 head)
+{
+	struct plabel_rec_header hdr;
+
+	memcpy(&hdr, r->data + (pos & (r->size - 1)), sizeof(hdr));
+	if (WARN_ON_ONCE(hdr.size < sizeof(hdr) || hdr.size & 7 ||
+			 hdr.size > head - pos))
+		return 0;	/* cannot happen */
+	return hdr.size;
+}
+
 /*
  * Copy whole records to buf, at most len bytes. Returns the bytes copied,
  * -ENOSPC when the next record does not fit into len at all, -EFAULT.
+ * The records that fit are copied in one piece (two where the ring wraps),
+ * not one by one: a read of thousands of samples is then a few copies.
  */
 ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
 			     size_t len)
 {
 	/* pairs with the producer's release of head */
 	u64 head = smp_load_acquire(&r->head);
-	u64 tail = r->tail;
-	size_t done = 0;
+	u64 tail = r->tail, end = tail;
+	u32 size = 0, first;
+	size_t n, left;
 
-	while (tail != head) {
-		struct plabel_rec_header hdr;
-		u32 first;
-
-		memcpy(&hdr, r->data + (tail & (r->size - 1)), sizeof(hdr));
-		if (WARN_ON_ONCE(hdr.size < sizeof(hdr) || hdr.size & 7 ||
-				 hdr.size > head - tail)) {
-			/* cannot happen; drop the ring's contents */
-			smp_store_release(&r->tail, head);
+	while (end != head) {
+		size = plabel_ring_rec_size(r, end, head);
+		if (!size || size > len - (end - tail))
 			break;
-		}
-		if (hdr.size > len - done) {
-			if (!done)
-				return -ENOSPC;
-			break;
-		}
-		first = plabel_ring_piece(r, tail, hdr.size);
-		if (copy_to_user(buf + done, r->data + (tail & (r->size - 1)),
-				 first))
-			return done ? done : -EFAULT;
-		if (hdr.size > first &&
-		    copy_to_user(buf + done + first, r->data,
-				 hdr.size - first))
-			return done ? done : -EFAULT;
-		done += hdr.size;
-		tail += hdr.size;
-		/* free the bytes: pairs with the producer's acquire of tail */
-		smp_store_release(&r->tail, tail);
+		end += size;
 	}
-	return done;
+	n = end - tail;
+	if (!n) {
+		if (end != head && !size) {
+			/* a broken record: drop the ring's contents */
+			smp_store_release(&r->tail, head);
+			return 0;
+		}
+		return end == head ? 0 : -ENOSPC;
+	}
+	first = plabel_ring_piece(r, tail, n);
+	left = copy_to_user(buf, r->data + (tail & (r->size - 1)), first);
+	if (!left && n > first)
+		left = copy_to_user(buf + first, r->data, n - first);
+	else if (left)
+		left += n - first;
+	if (left) {
+		/* keep what did not reach buf whole for the next read */
+		u64 copied = tail + n - left, stop = end;
+
+		for (end = tail; end < stop; end += size) {
+			size = plabel_ring_rec_size(r, end, head);
+			if (end + size > copied)
+				break;
+		}
+		n = end - tail;
+		if (!n)
+			return -EFAULT;
+	} else if (end != head && !size) {
+		/* after a broken record: drop the rest */
+		end = head;
+	}
+	/* free the bytes: pairs with the producer's acquire of tail */
+	smp_store_release(&r->tail, end);
+	return n;
 }

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
 
@@ -208,6 +209,84 @@ TEST(read_poll_and_eof)
 	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
 	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
 	su_stream_free(&st);
+	close(fd);
+}
+
+/*
+ * read() into a buffer that runs into unmapped memory returns the whole
+ * records that reached it, or -EFAULT when none did, and keeps the rest
+ * for the next read(): every record the kernel wrote arrives, once.
+ */
+TEST(read_into_bad_buffers_loses_nothing)
+{
+	struct su_stream st = { 0 };
+	long rec0, written;
+	uint64_t others = 0;
+	int fd, i, partial = 0, faults = 0;
+	char *volatile unmapped = (char *)8;
+	char *map;
+	ssize_t n;
+
+	NEED_ROOT();
+	map = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, munmap(map + 4096, 4096));
+	st.cap = 16 << 20;
+	st.buf = malloc(st.cap);
+	ASSERT_NE(NULL, st.buf);
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, fd);
+	rec0 = su_counter("records");
+	ASSERT_EQ(0, start_self(fd, PLABEL_CALLCHAIN_FP, 999));
+	su_burn_cpu(300000000);
+	ASSERT_EQ(0, su_stop(fd));
+	written = su_counter("records") - rec0;
+	ASSERT_LT(100, written);
+	for (i = 0;; i++) {
+		/* a bad buffer, then a tail of 1000 mapped bytes, then good */
+		if (i % 3 == 0) {
+			n = read(fd, unmapped, 65536);
+			if (!n)
+				break;	/* all read: nothing to copy, EOF */
+			EXPECT_EQ(-1, n);
+			EXPECT_EQ(EFAULT, errno);
+			continue;
+		}
+		if (i % 3 == 1) {
+			n = read(fd, map + 4096 - 1000, 65536);
+			if (n < 0) {
+				EXPECT_EQ(EFAULT, errno);
+				faults++;
+				continue;
+			}
+			ASSERT_GE(1000, n);
+			if (!n)
+				break;
+			partial++;
+			memcpy(st.buf + st.len, map + 4096 - 1000, n);
+		} else {
+			n = read(fd, st.buf + st.len, 4096);
+			ASSERT_LE(0, n);
+			if (!n)
+				break;
+		}
+		st.len += n;
+		ASSERT_GT(st.cap - 65536, st.len);
+	}
+	EXPECT_LT(0, partial);
+	su_check(&st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	EXPECT_EQ(1ULL, su_count(&st, PLABEL_REC_STREAM));
+	EXPECT_EQ(0ULL, su_count(&st, PLABEL_REC_LOST));
+	for (i = PLABEL_REC_LABELSET; i <= PLABEL_REC_EXEC; i++)
+		if (i != PLABEL_REC_LOST)
+			others += su_count(&st, i);
+	EXPECT_EQ((uint64_t)written, others)
+		TH_LOG("%ld records written, %llu read (%d partial reads, %d faults)",
+		       written, (unsigned long long)others, partial, faults);
+	su_stream_free(&st);
+	munmap(map, 4096);
 	close(fd);
 }
 
