@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -107,6 +108,11 @@ struct plabel_agg {
  * memory keeps the chain the record itself carries until then. The file
  * is the bytes written so far, then wbuf: what could not be written yet,
  * or at all (a full disk), stays there and is read from there.
+ *
+ * The snapshots of a buffer being fed are not copied: they are written
+ * from the buffer itself with pwritev() once it has been fed (while its
+ * caller still holds it), each behind its plabel_spool_ent in ents. wbuf
+ * keeps room for all of them, to take what a failed write leaves.
  */
 struct plabel_spool_ent {
 	uint32_t stack_size;	/* bytes after this, padded to 8 */
@@ -115,6 +121,7 @@ struct plabel_spool_ent {
 };
 
 #define PLABEL_SPOOL_BUF	(1U << 20)
+#define PLABEL_SPOOL_IOV	768	/* 3 a snapshot, at most IOV_MAX */
 
 struct plabel_spool {
 	int fd;			/* -1: not opened (yet) */
@@ -128,6 +135,10 @@ struct plabel_spool {
 	size_t rlen;
 	uint8_t *stack;		/* a snapshot's stack while it is unwound */
 	size_t stack_cap;
+	struct iovec iov[PLABEL_SPOOL_IOV];	/* queued, not written yet */
+	struct plabel_spool_ent ents[PLABEL_SPOOL_IOV / 3];
+	int niov, nents;
+	size_t iovlen;		/* bytes in iov */
 };
 
 /*
@@ -684,37 +695,101 @@ static int plabel_spool_flush(struct plabel_spool *sp)
 	return sp->broken ? -1 : 0;
 }
 
+/* Room in wbuf for n bytes more than it and the queue hold. 0 or -1. */
+static int plabel_spool_reserve(struct plabel_spool *sp, size_t n)
+{
+	size_t need = sp->wlen + sp->iovlen + n, ncap;
+	uint8_t *nb;
+
+	if (need <= sp->wcap)
+		return 0;
+	ncap = need > PLABEL_SPOOL_BUF ? need : PLABEL_SPOOL_BUF;
+	nb = realloc(sp->wbuf, ncap);
+	if (!nb)
+		return -1;
+	sp->wbuf = nb;
+	sp->wcap = ncap;
+	return 0;
+}
+
 /*
- * Append r's snapshot. All or nothing: 0, or -1 when it is not spooled
- * (then it is to be unwound now).
+ * Write the queued snapshots. What cannot be written goes to wbuf, which
+ * has room for it, and the spool takes no more.
+ */
+static void plabel_spool_sync(struct plabel_spool *sp)
+{
+	struct iovec *v = sp->iov;
+	int nv = sp->niov;
+	ssize_t n;
+
+	while (nv && !sp->broken) {
+		n = pwritev(sp->fd, v, nv, sp->flen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			sp->broken = 1;
+			break;
+		}
+		sp->flen += n;
+		for (; nv && (size_t)n >= v->iov_len; v++, nv--)
+			n -= v->iov_len;
+		if (nv) {
+			v->iov_base = (uint8_t *)v->iov_base + n;
+			v->iov_len -= n;
+		}
+	}
+	for (; nv; v++, nv--) {
+		memcpy(sp->wbuf + sp->wlen, v->iov_base, v->iov_len);
+		sp->wlen += v->iov_len;
+	}
+	sp->niov = 0;
+	sp->nents = 0;
+	sp->iovlen = 0;
+}
+
+/*
+ * Append r's snapshot: queued while nothing waits in wbuf, else copied
+ * there. All or nothing: 0, or -1 when it is not spooled (then it is to
+ * be unwound now).
  */
 static int plabel_spool_add(struct plabel_spool *sp,
 			    const struct plabel_dec_rec *r)
 {
+	static const uint8_t zeros[8];
 	size_t ssz = r->u.sample.hdr.stack_size;
-	size_t sz = sizeof(struct plabel_spool_ent) + ((ssz + 7) & ~7UL);
-	struct plabel_spool_ent e = { .stack_size = ssz };
+	size_t pad = ((ssz + 7) & ~7UL) - ssz;
+	size_t sz = sizeof(struct plabel_spool_ent) + ssz + pad;
+	struct plabel_spool_ent *e;
 
 	if (plabel_spool_open(sp))
 		return -1;
+	if (sp->niov + 3 > PLABEL_SPOOL_IOV)
+		plabel_spool_sync(sp);
 	if (sp->wlen && sp->wlen + sz > sp->wcap && plabel_spool_flush(sp))
 		return -1;
-	if (sp->wlen + sz > sp->wcap) {
-		size_t ncap = sp->wlen + sz > PLABEL_SPOOL_BUF ?
-			      sp->wlen + sz : PLABEL_SPOOL_BUF;
-		uint8_t *nb = realloc(sp->wbuf, ncap);
-
-		if (!nb)
-			return -1;
-		sp->wbuf = nb;
-		sp->wcap = ncap;
+	if (plabel_spool_reserve(sp, sz))
+		return -1;
+	if (sp->wlen) {
+		e = (struct plabel_spool_ent *)(sp->wbuf + sp->wlen);
+		memset(e, 0, sizeof(*e));
+		e->stack_size = ssz;
+		memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
+		memcpy(e + 1, r->u.sample.stack, ssz);
+		memset((uint8_t *)(e + 1) + ssz, 0, pad);
+		sp->wlen += sz;
+		return 0;
 	}
-	memcpy(e.regs, r->u.sample.regs, sizeof(e.regs));
-	memcpy(sp->wbuf + sp->wlen, &e, sizeof(e));
-	memcpy(sp->wbuf + sp->wlen + sizeof(e), r->u.sample.stack, ssz);
-	memset(sp->wbuf + sp->wlen + sizeof(e) + ssz, 0,
-	       sz - sizeof(e) - ssz);
-	sp->wlen += sz;
+	e = &sp->ents[sp->nents++];
+	memset(e, 0, sizeof(*e));
+	e->stack_size = ssz;
+	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
+	sp->iov[sp->niov].iov_base = e;
+	sp->iov[sp->niov++].iov_len = sizeof(*e);
+	sp->iov[sp->niov].iov_base = (void *)r->u.sample.stack;
+	sp->iov[sp->niov++].iov_len = ssz;
+	sp->iov[sp->niov].iov_base = (void *)zeros;
+	sp->iov[sp->niov++].iov_len = pad;
+	sp->iovlen += sz;
 	return 0;
 }
 
@@ -1060,8 +1135,8 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 	return c->nsamples >= c->fold_at ? plabel_fold(c) : 0;
 }
 
-int plabel_collect_record(struct plabel_collect *c,
-			  const struct plabel_dec_rec *r)
+static int plabel_collect_one(struct plabel_collect *c,
+			      const struct plabel_dec_rec *r)
 {
 	struct plabel_proc *p;
 	uint64_t *et;
@@ -1114,6 +1189,15 @@ int plabel_collect_record(struct plabel_collect *c,
 	}
 }
 
+int plabel_collect_record(struct plabel_collect *c,
+			  const struct plabel_dec_rec *r)
+{
+	int ret = plabel_collect_one(c, r);
+
+	plabel_spool_sync(&c->spool);	/* r's memory is the caller's */
+	return ret;
+}
+
 int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 			  size_t len)
 {
@@ -1126,10 +1210,11 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 		return -ENOMEM;
 	plabel_dec_init(&d, buf, len);
 	while ((ret = plabel_dec_next(&d, r)) > 0) {
-		ret = plabel_collect_record(c, r);
+		ret = plabel_collect_one(c, r);
 		if (ret)
 			break;
 	}
+	plabel_spool_sync(&c->spool);	/* buf is the caller's */
 	free(r);
 	if (ret == -EBADMSG)
 		c->st.bad++;

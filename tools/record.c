@@ -134,8 +134,11 @@ static const char *plabel_start_err(int err)
 }
 
 /*
- * One read()'s bytes, queued for the collector thread, and the time
- * before which every record has been read with them (0: not known).
+ * One read()'s bytes (read() writes them here: PLABEL_READ_BUF of room),
+ * queued for the collector thread, and the time before which every record
+ * has been read with them (0: not known). The collector gives the buffer
+ * back for another read(), so records are not copied once more and the
+ * buffer's pages stay mapped.
  */
 struct plabel_qbuf {
 	struct plabel_qbuf *next;
@@ -143,6 +146,9 @@ struct plabel_qbuf {
 	uint64_t settled;
 	uint8_t data[];
 };
+
+/* Buffers kept for reuse; more are freed. */
+#define PLABEL_SPARE_MAX	4
 
 /*
  * The main thread only reads /dev/plabel and queues what it read, so the
@@ -153,16 +159,46 @@ struct plabel_qbuf {
 struct plabel_rec_state {
 	int fd;
 	struct plabel_collect *col;
-	uint8_t *buf;
 	int corrupt;
 	pthread_t worker;
 	pthread_mutex_t qlock;	/* the queue and done */
 	pthread_cond_t qcond;
 	struct plabel_qbuf *head, *tail;
+	struct plabel_qbuf *spare;	/* for the next read()s */
+	unsigned int nspare;
 	int done;
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
 };
+
+/* A buffer to read() into, or NULL. */
+static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
+{
+	struct plabel_qbuf *q;
+
+	pthread_mutex_lock(&st->qlock);
+	q = st->spare;
+	if (q) {
+		st->spare = q->next;
+		st->nspare--;
+	}
+	pthread_mutex_unlock(&st->qlock);
+	return q ? q : malloc(sizeof(*q) + PLABEL_READ_BUF);
+}
+
+static void plabel_qbuf_put(struct plabel_rec_state *st,
+			    struct plabel_qbuf *q)
+{
+	pthread_mutex_lock(&st->qlock);
+	if (st->nspare < PLABEL_SPARE_MAX) {
+		q->next = st->spare;
+		st->spare = q;
+		st->nspare++;
+		q = NULL;
+	}
+	pthread_mutex_unlock(&st->qlock);
+	free(q);
+}
 
 static void *plabel_worker(void *arg)
 {
@@ -189,7 +225,7 @@ static void *plabel_worker(void *arg)
 		if (!ret && !st->nomem && q->settled)
 			ret = plabel_collect_settled(st->col, q->settled);
 		pthread_mutex_unlock(&st->col_lock);
-		free(q);
+		plabel_qbuf_put(st, q);
 		if (ret == -ENOMEM)
 			st->nomem = 1;
 		if (ret == -EBADMSG && !st->corrupt) {
@@ -229,25 +265,24 @@ static void plabel_worker_finish(struct plabel_rec_state *st)
 /* One read(): >0 bytes queued, 0 end of stream, -EAGAIN, or an error. */
 static ssize_t plabel_read_once(struct plabel_rec_state *st)
 {
+	struct plabel_qbuf *q = st->nomem ? NULL : plabel_qbuf_get(st);
 	uint64_t t = plabel_now_ns();
-	ssize_t n = read(st->fd, st->buf, PLABEL_READ_BUF);
-	struct plabel_qbuf *q;
+	ssize_t n;
+	int err;
 
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return 0;
-	if (st->nomem)
-		return -ENOMEM;
-	q = malloc(sizeof(*q) + n);
 	if (!q)
 		return -ENOMEM;
+	n = read(st->fd, q->data, PLABEL_READ_BUF);
+	err = errno;
+	if (n <= 0) {
+		plabel_qbuf_put(st, q);
+		return n < 0 ? -err : 0;
+	}
 	q->next = NULL;
 	q->len = n;
 	q->settled = (size_t)n <= PLABEL_SETTLE_ROOM &&
 		     t > PLABEL_SETTLE_MARGIN_NS ?
 		     t - PLABEL_SETTLE_MARGIN_NS : 0;
-	memcpy(q->data, st->buf, n);
 	pthread_mutex_lock(&st->qlock);
 	if (st->tail)
 		st->tail->next = q;
@@ -476,10 +511,15 @@ int plabel_cmd_record(int argc, char **argv)
 		return 1;
 	}
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
-	st.buf = malloc(PLABEL_READ_BUF);
+	/* the first read()'s buffer, before the worker shares the list */
+	st.spare = malloc(sizeof(*st.spare) + PLABEL_READ_BUF);
+	if (st.spare) {
+		st.spare->next = NULL;
+		st.nspare = 1;
+	}
 	syms = plabel_syms_new();
 	st.col = syms ? plabel_collect_new(syms, flags) : NULL;
-	if (!st.buf || !st.col) {
+	if (!st.spare || !st.col) {
 		fprintf(stderr, "plabel record: out of memory\n");
 		goto err_free;
 	}
@@ -675,7 +715,12 @@ err_sig:
 err_free:
 	plabel_collect_free(st.col);
 	plabel_syms_free(syms);
-	free(st.buf);
+	while (st.spare) {
+		struct plabel_qbuf *q = st.spare;
+
+		st.spare = q->next;
+		free(q);
+	}
 	if (st.fd >= 0)
 		close(st.fd);
 	return status;

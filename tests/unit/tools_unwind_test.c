@@ -7,9 +7,11 @@
  * the chain's functions in order and go on into this test.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kselftest/kselftest_harness.h"
@@ -188,19 +190,25 @@ static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
 }
 
 /*
- * A dwarf sample of this process through the collector, its mappings
- * recorded only after it (as MMAP records can arrive): returns the
- * number of its frames that name the chain's functions, in order.
+ * nsamp dwarf samples of this process in one buffer through the
+ * collector, its mappings recorded only after them (as MMAP records can
+ * arrive): every one must be in the profile; returns how many were
+ * unwound through the whole chain (whose functions the profile names, in
+ * order), which takes the mappings recorded after them.
  */
-static size_t collect_snapshot(struct __test_metadata *_metadata,
-			       struct plabel_snap *s)
+static int64_t collect_snapshots(struct __test_metadata *_metadata,
+				 struct plabel_snap *s, size_t nsamp)
 {
 	static const char *const want[] = {
 		"plabel_snap_take", "plabel_chain_c", "plabel_chain_b",
 		"plabel_chain_a", "plabel_run_chain",
 	};
 	struct plabel_syms *syms = plabel_syms_new();
-	size_t cap = 1 << 20, len = 0, n, i, w = 0;
+	size_t cap = (1 << 20) + nsamp * (sizeof(struct plabel_rec_sample) +
+					  8 + 8 * PLABEL_REGS_NR +
+					  s->stack_size + 8);
+	size_t len = 0, n, i, j, w;
+	int64_t whole = 0, total = 0;
 	uint8_t *buf = malloc(cap), *p;
 	struct plabel_prof *cpu, *tc;
 	struct plabel_prof_sample_info si;
@@ -212,18 +220,20 @@ static size_t collect_snapshot(struct __test_metadata *_metadata,
 
 	ASSERT_NE(NULL, syms);
 	ASSERT_NE(NULL, buf);
-	rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) + 8 +
-		     8 * PLABEL_REGS_NR + s->stack_size);
-	rs->time_ns = 2000;
-	rs->pid = getpid();
-	rs->tid = getpid();
-	rs->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
-	rs->nr_user = 1;
-	rs->stack_size = s->stack_size;
-	p = (uint8_t *)(rs + 1);
-	memcpy(p, &s->regs[PLABEL_REG_RIP], 8);
-	memcpy(p + 8, s->regs, 8 * PLABEL_REGS_NR);
-	memcpy(p + 8 + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
+	for (i = 0; i < nsamp; i++) {
+		rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) + 8 +
+			     8 * PLABEL_REGS_NR + s->stack_size);
+		rs->time_ns = 2000 + i;
+		rs->pid = getpid();
+		rs->tid = getpid();
+		rs->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
+		rs->nr_user = 1;
+		rs->stack_size = s->stack_size;
+		p = (uint8_t *)(rs + 1);
+		memcpy(p, &s->regs[PLABEL_REG_RIP], 8);
+		memcpy(p + 8, s->regs, 8 * PLABEL_REGS_NR);
+		memcpy(p + 8 + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
+	}
 	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
 	for (i = 0; i < n; i++) {
 		size_t pl = strlen(maps[i].path);
@@ -243,22 +253,28 @@ static size_t collect_snapshot(struct __test_metadata *_metadata,
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, buf, len));
 	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
-	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
-	plabel_prof_get_sample(cpu, 0, &si);
-	ASSERT_LE(1, si.nlocs);
-	for (i = 0; i < si.nlocs; i++) {
-		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[i],
-						       &li));
-		if (w < sizeof(want) / sizeof(want[0]) && li.nlines &&
-		    !strcmp(li.lines[li.nlines - 1].function, want[w]))
-			w++;
+	for (j = 0; j < plabel_prof_num_samples(cpu); j++) {
+		plabel_prof_get_sample(cpu, j, &si);
+		ASSERT_LE(1, si.nlocs);
+		for (i = 0, w = 0; i < si.nlocs; i++) {
+			ASSERT_EQ(0, plabel_prof_find_location(cpu,
+							       si.loc_ids[i],
+							       &li));
+			if (w < sizeof(want) / sizeof(want[0]) && li.nlines &&
+			    !strcmp(li.lines[li.nlines - 1].function, want[w]))
+				w++;
+		}
+		if (w == sizeof(want) / sizeof(want[0]))
+			whole += si.values[0];
+		total += si.values[0];
 	}
+	EXPECT_EQ((int64_t)nsamp, total);
 	plabel_prof_free(cpu);
 	plabel_prof_free(tc);
 	plabel_collect_free(c);
 	plabel_syms_free(syms);
 	free(buf);
-	return w;
+	return whole;
 }
 
 /*
@@ -274,15 +290,43 @@ TEST(collect_unwinds_at_the_end)
 
 	ASSERT_NE(NULL, s);
 	plabel_run_chain(s, stack_end());
-	EXPECT_EQ(5, collect_snapshot(_metadata, s));
+	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1));
 	setenv("TMPDIR", "/nonexistent/plabel-test", 1);
 	/* on arrival no mapping is known yet: the leaf at least */
-	collect_snapshot(_metadata, s);
+	EXPECT_EQ(0, collect_snapshots(_metadata, s, 1));
 	if (saved)
 		setenv("TMPDIR", saved, 1);
 	else
 		unsetenv("TMPDIR");
 	free(saved);
+	free(s);
+}
+
+/*
+ * Many snapshots in one buffer are written in several batches. When the
+ * spool file cannot grow past 1 MiB (RLIMIT_FSIZE: a short write, then
+ * EFBIG), what the failed batch could not write stays in memory and is
+ * unwound at the end with the rest; then the spool takes what its memory
+ * holds, and later samples are unwound on arrival. None is lost.
+ */
+TEST(collect_spools_many_and_survives_a_full_file)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	struct rlimit old, lim = { 1 << 20, 1 << 20 };
+	void (*oldsig)(int);
+
+	ASSERT_NE(NULL, s);
+	plabel_run_chain(s, stack_end());
+	ASSERT_LT(4096U, s->stack_size);	/* 600 of them: some MiB */
+	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600));
+	ASSERT_EQ(0, getrlimit(RLIMIT_FSIZE, &old));
+	oldsig = signal(SIGXFSZ, SIG_IGN);
+	lim.rlim_max = old.rlim_max;
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
+	/* the first batch (256), a quarter of it written, all unwound */
+	EXPECT_LE(256, collect_snapshots(_metadata, s, 600));
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
+	signal(SIGXFSZ, oldsig);
 	free(s);
 }
 
