@@ -66,6 +66,12 @@ run_one() {
 	echo "${w:-nan}" >>"$TMP/$name.wall"
 	echo "${c:-nan} ${t:-nan}" >>"$TMP/$name.cpu"
 	case $name in
+	perf_*)
+		# the samples perf recorded (its lost ones are not counted)
+		perf report --stats -i "$TMP/perf.data" 2>/dev/null | awk '
+			$1 == "SAMPLE" && $2 == "events:" && !s { s = $3 }
+			END { print s + 0, "nan" }' >>"$TMP/$name.samples"
+		;;
 	plabel_*)
 		echo "$(( $(dbg handler_calls) - c0 )) $(( $(dbg handler_ns_total) - n0 ))" \
 			>>"$TMP/$name.handler"
@@ -127,11 +133,11 @@ for cfg in $CONFIGS; do
 		emit "overhead.$cfg.handler_ns_per_call" "$(awk '
 			{ c += $1; n += $2 }
 			END { printf "%.0f", c ? n / c : 0 }' "$TMP/$cfg.handler")"
-		emit "overhead.$cfg.samples_per_run" \
-			"$(awk '{ print $1 }' "$TMP/$cfg.samples" | median)"
 		emit "overhead.$cfg.lost_per_run" \
 			"$(awk '{ print $2 }' "$TMP/$cfg.samples" | median)"
 	fi
+	[ -s "$TMP/$cfg.samples" ] && emit "overhead.$cfg.samples_per_run" \
+		"$(awk '{ print $1 }' "$TMP/$cfg.samples" | median)"
 done
 cat "$TMP"/*.err >"$OUT/overhead.err" 2>/dev/null
 fi
