@@ -1581,11 +1581,20 @@ static int plabel_build_reset(struct plabel_collect *c)
 	return 0;
 }
 
+/* A profile comment "what: n". 0 or -ENOMEM. */
+static int plabel_count_comment(struct plabel_prof *prof, const char *what,
+				uint64_t n)
+{
+	char comment[96];
+
+	snprintf(comment, sizeof(comment), "%s: %" PRIu64, what, n);
+	return plabel_prof_add_comment(prof, comment) ? -ENOMEM : 0;
+}
+
 static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 			    struct plabel_prof *prof)
 {
 	struct plabel_build b = { .c = c, .prof = prof };
-	char comment[96];
 	size_t i;
 	int ret;
 
@@ -1611,25 +1620,16 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	free(b.uses);
 	if (ret)
 		return ret;
-	snprintf(comment, sizeof(comment), "lost records: %" PRIu64,
-		 c->st.lost);
-	if (plabel_prof_add_comment(prof, comment))
-		return -ENOMEM;
-	if (c->st.unresolved) {
-		snprintf(comment, sizeof(comment),
-			 "samples with an unresolved label set: %" PRIu64,
-			 c->st.unresolved);
-		if (plabel_prof_add_comment(prof, comment))
-			return -ENOMEM;
-	}
-	if (c->st.late) {
-		snprintf(comment, sizeof(comment),
-			 "exec records after their time was settled: %" PRIu64,
-			 c->st.late);
-		if (plabel_prof_add_comment(prof, comment))
-			return -ENOMEM;
-	}
-	return 0;
+	ret = plabel_count_comment(prof, "lost records", c->st.lost);
+	if (!ret && c->st.unresolved)
+		ret = plabel_count_comment(prof,
+					   "samples with an unresolved label set",
+					   c->st.unresolved);
+	if (!ret && c->st.late)
+		ret = plabel_count_comment(prof,
+					   "exec records after their time was settled",
+					   c->st.late);
+	return ret;
 }
 
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
