@@ -77,14 +77,6 @@ void plabel_record_usage(FILE *f)
 	      "  -h, --help             show this help\n", f);
 }
 
-static double plabel_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* CLOCK_MONOTONIC in ns, the records' clock */
 static uint64_t plabel_now_ns(void)
 {
@@ -92,6 +84,11 @@ static uint64_t plabel_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static double plabel_now(void)
+{
+	return plabel_now_ns() / 1e9;
 }
 
 static int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
