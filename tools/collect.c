@@ -769,20 +769,17 @@ static int plabel_spool_add(struct plabel_spool *sp,
 		return -1;
 	if (plabel_spool_reserve(sp, sz))
 		return -1;
+	e = sp->wlen ? (struct plabel_spool_ent *)(sp->wbuf + sp->wlen) :
+		       &sp->ents[sp->nents++];
+	memset(e, 0, sizeof(*e));
+	e->stack_size = ssz;
+	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
 	if (sp->wlen) {
-		e = (struct plabel_spool_ent *)(sp->wbuf + sp->wlen);
-		memset(e, 0, sizeof(*e));
-		e->stack_size = ssz;
-		memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
 		memcpy(e + 1, r->u.sample.stack, ssz);
 		memset((uint8_t *)(e + 1) + ssz, 0, pad);
 		sp->wlen += sz;
 		return 0;
 	}
-	e = &sp->ents[sp->nents++];
-	memset(e, 0, sizeof(*e));
-	e->stack_size = ssz;
-	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
 	sp->iov[sp->niov].iov_base = e;
 	sp->iov[sp->niov++].iov_len = sizeof(*e);
 	sp->iov[sp->niov].iov_base = (void *)r->u.sample.stack;
@@ -1135,8 +1132,9 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 	return c->nsamples >= c->fold_at ? plabel_fold(c) : 0;
 }
 
-static int plabel_collect_one(struct plabel_collect *c,
-			      const struct plabel_dec_rec *r)
+/* Feed one decoded record. 0 or -ENOMEM. */
+static int plabel_collect_record(struct plabel_collect *c,
+				 const struct plabel_dec_rec *r)
 {
 	struct plabel_proc *p;
 	uint64_t *et;
@@ -1189,15 +1187,6 @@ static int plabel_collect_one(struct plabel_collect *c,
 	}
 }
 
-int plabel_collect_record(struct plabel_collect *c,
-			  const struct plabel_dec_rec *r)
-{
-	int ret = plabel_collect_one(c, r);
-
-	plabel_spool_sync(&c->spool);	/* r's memory is the caller's */
-	return ret;
-}
-
 int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 			  size_t len)
 {
@@ -1210,7 +1199,7 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 		return -ENOMEM;
 	plabel_dec_init(&d, buf, len);
 	while ((ret = plabel_dec_next(&d, r)) > 0) {
-		ret = plabel_collect_one(c, r);
+		ret = plabel_collect_record(c, r);
 		if (ret)
 			break;
 	}

@@ -50,10 +50,6 @@ void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);
  */
 void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid);
 
-/* Feed one decoded record. 0 or -ENOMEM. */
-int plabel_collect_record(struct plabel_collect *c,
-			  const struct plabel_dec_rec *r);
-
 /*
  * Decode and feed a buffer of whole records (one read()). 0, -EBADMSG
  * when the buffer is malformed (records before the bad one are kept and
