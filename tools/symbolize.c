@@ -27,10 +27,17 @@ struct plabel_seg {
 	uint64_t vaddr, memsz, offset, filesz;
 };
 
+enum plabel_elf_state {
+	PLABEL_ELF_SEEN,	/* a regular file when first named: not read yet */
+	PLABEL_ELF_LOADED,
+	PLABEL_ELF_BAD,		/* unreadable, not ELF, or no longer that file */
+};
+
 struct plabel_elf {
 	struct plabel_elf *next;
 	char *path;
-	int ok;			/* 0: could not be opened */
+	enum plabel_elf_state state;
+	struct stat seen;	/* the file as first named */
 	const uint8_t *image;	/* the whole file, mapped */
 	size_t image_size;
 	struct plabel_seg *segs;
@@ -150,9 +157,13 @@ static int plabel_elf_open(struct plabel_elf *e)
 	fd = open(e->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+	/* replaced since it was named (say, rebuilt): its names would lie */
+	if (fstat(fd, &st) || st.st_dev != e->seen.st_dev ||
+	    st.st_ino != e->seen.st_ino || st.st_size != e->seen.st_size ||
+	    st.st_mtim.tv_sec != e->seen.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != e->seen.st_mtim.tv_nsec) {
 		close(fd);
-		return -ENOEXEC;
+		return -ESTALE;
 	}
 	e->image_size = st.st_size;
 	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -188,7 +199,7 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 
 	for (e = s->elfs; e; e = e->next)
 		if (!strcmp(e->path, path))
-			return e->ok ? e : NULL;
+			return e->state != PLABEL_ELF_BAD ? e : NULL;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -197,26 +208,40 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 		free(e);
 		return NULL;
 	}
-	e->ok = plabel_elf_open(e) == 0;
-	if (!e->ok && e->dwfl) {
-		dwfl_end(e->dwfl);
-		e->dwfl = NULL;
-	}
+	/* only looked at: reading it waits for the first question */
+	e->state = stat(path, &e->seen) || !S_ISREG(e->seen.st_mode) ||
+		   e->seen.st_size <= 0 ? PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
 	e->next = s->elfs;
 	s->elfs = e;
-	return e->ok ? e : NULL;
+	return e->state != PLABEL_ELF_BAD ? e : NULL;
 }
 
-const char *plabel_elf_build_id(const struct plabel_elf *e)
+/* Read the file on first use. 0, or -ENOEXEC when it can't be. */
+static int plabel_elf_load(struct plabel_elf *e)
 {
-	return e->build_id;
+	if (e->state == PLABEL_ELF_SEEN) {
+		e->state = plabel_elf_open(e) ? PLABEL_ELF_BAD :
+						PLABEL_ELF_LOADED;
+		if (e->state == PLABEL_ELF_BAD && e->dwfl) {
+			dwfl_end(e->dwfl);
+			e->dwfl = NULL;
+		}
+	}
+	return e->state == PLABEL_ELF_LOADED ? 0 : -ENOEXEC;
 }
 
-int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
+const char *plabel_elf_build_id(struct plabel_elf *e)
+{
+	return plabel_elf_load(e) ? NULL : e->build_id;
+}
+
+int plabel_elf_bias(struct plabel_elf *e, uint64_t map_start,
 		    uint64_t map_offset, uint64_t *bias)
 {
 	size_t i;
 
+	if (plabel_elf_load(e))
+		return -ENOENT;
 	for (i = 0; i < e->nsegs; i++) {
 		const struct plabel_seg *sg = &e->segs[i];
 
@@ -231,11 +256,13 @@ int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
 	return -ENOENT;
 }
 
-int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
+int plabel_elf_read(struct plabel_elf *e, uint64_t vaddr, void *buf,
 		    size_t len)
 {
 	size_t i;
 
+	if (plabel_elf_load(e))
+		return -EFAULT;
 	for (i = 0; i < e->nsegs; i++) {
 		const struct plabel_seg *sg = &e->segs[i];
 		uint64_t rel, nfile;
@@ -255,14 +282,14 @@ int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
 	return -EFAULT;
 }
 
-void plabel_elf_extent(const struct plabel_elf *e, uint64_t *lo,
+void plabel_elf_extent(struct plabel_elf *e, uint64_t *lo,
 		       uint64_t *hi)
 {
 	size_t i;
 
 	*lo = UINT64_MAX;
 	*hi = 0;
-	for (i = 0; i < e->nsegs; i++) {
+	for (i = 0; !plabel_elf_load(e) && i < e->nsegs; i++) {
 		if (e->segs[i].vaddr < *lo)
 			*lo = e->segs[i].vaddr;
 		if (e->segs[i].vaddr + e->segs[i].memsz > *hi)
@@ -272,10 +299,10 @@ void plabel_elf_extent(const struct plabel_elf *e, uint64_t *lo,
 		*lo = *hi = 0;
 }
 
-int plabel_elf_eh_frame_hdr(const struct plabel_elf *e, uint64_t *vaddr,
+int plabel_elf_eh_frame_hdr(struct plabel_elf *e, uint64_t *vaddr,
 			    uint64_t *size)
 {
-	if (!e->eh_size)
+	if (plabel_elf_load(e) || !e->eh_size)
 		return -ENOENT;
 	*vaddr = e->eh_vaddr;
 	*size = e->eh_size;
@@ -320,7 +347,7 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	GElf_Sym sym;
 	int n = 0, nscopes, i;
 
-	if (!e->mod || max <= 0)
+	if (plabel_elf_load(e) || !e->mod || max <= 0)
 		return 0;
 	frames[0].function = NULL;
 	frames[0].file = NULL;

@@ -36,34 +36,37 @@ struct plabel_syms *plabel_syms_new(void);
 void plabel_syms_free(struct plabel_syms *s);
 
 /*
- * The ELF file at path, opened on first use and cached (also when opening
- * failed: then NULL every time).
+ * The ELF file at path, cached by path (NULL every time when it is not a
+ * regular file). Naming it costs a stat(); the file is read on the first
+ * question asked of it below, and only if it is still the file first named
+ * (same inode, size and mtime): after that, or when it is not ELF, every
+ * question gets the "unknown" answer.
  */
 struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path);
 
 /* Hex GNU build id, or NULL when the file has none. */
-const char *plabel_elf_build_id(const struct plabel_elf *e);
+const char *plabel_elf_build_id(struct plabel_elf *e);
 
 /*
  * Load bias of a mapping of e: runtime address = ELF vaddr + bias.
  * -ENOENT when no PT_LOAD segment covers map_offset.
  */
-int plabel_elf_bias(const struct plabel_elf *e, uint64_t map_start,
+int plabel_elf_bias(struct plabel_elf *e, uint64_t map_start,
 		    uint64_t map_offset, uint64_t *bias);
 
 /*
  * Copy len bytes of the loaded image at ELF vaddr (zeros past a segment's
  * file size). -EFAULT when [vaddr, vaddr+len) is not inside one PT_LOAD.
  */
-int plabel_elf_read(const struct plabel_elf *e, uint64_t vaddr, void *buf,
+int plabel_elf_read(struct plabel_elf *e, uint64_t vaddr, void *buf,
 		    size_t len);
 
 /* Lowest and highest (exclusive) PT_LOAD vaddr. */
-void plabel_elf_extent(const struct plabel_elf *e, uint64_t *lo,
+void plabel_elf_extent(struct plabel_elf *e, uint64_t *lo,
 		       uint64_t *hi);
 
 /* vaddr and size of .eh_frame_hdr (PT_GNU_EH_FRAME); -ENOENT if none. */
-int plabel_elf_eh_frame_hdr(const struct plabel_elf *e, uint64_t *vaddr,
+int plabel_elf_eh_frame_hdr(struct plabel_elf *e, uint64_t *vaddr,
 			    uint64_t *size);
 
 /*

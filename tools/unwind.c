@@ -33,7 +33,7 @@ extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
 
 /* A loaded object of the process being unwound. */
 struct plabel_uw_obj {
-	const struct plabel_elf *elf;
+	struct plabel_elf *elf;
 	uint64_t bias;
 	uint64_t lo, hi;	/* runtime extent of its PT_LOADs */
 };
@@ -129,7 +129,7 @@ static void plabel_uw_put_unwind_info(unw_addr_space_t as,
 }
 
 /* Read an encoded .eh_frame_hdr value at *p (in the file's image). */
-static int plabel_uw_read_enc(const struct plabel_elf *e, uint64_t *p,
+static int plabel_uw_read_enc(struct plabel_elf *e, uint64_t *p,
 			      uint8_t enc, uint64_t *val)
 {
 	uint32_t u4;

@@ -6,9 +6,12 @@
  * symbol table, and the kernel through /proc/kallsyms.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kselftest/kselftest_harness.h"
@@ -141,6 +144,88 @@ TEST(unreadable_file_is_null_not_fatal)
 	EXPECT_EQ(NULL, plabel_syms_elf(syms, "/nonexistent/plabel/file"));
 	EXPECT_EQ(NULL, plabel_syms_elf(syms, "/proc/self/status"));
 	plabel_syms_free(syms);
+}
+
+/* A copy of this test binary at path; 0 or -1. */
+static int copy_self(const char *path)
+{
+	char buf[65536];
+	int in = open("/proc/self/exe", O_RDONLY), out;
+	ssize_t n = 0;
+
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			n = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in >= 0 && out >= 0 && n == 0 ? 0 : -1;
+}
+
+/* The answers a file that can't be read gets. */
+static int answers_unknown(struct plabel_elf *e)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	uint64_t bias, lo, hi, word;
+
+	plabel_elf_extent(e, &lo, &hi);
+	return !plabel_elf_build_id(e) &&
+	       plabel_elf_bias(e, 0x400000, 0, &bias) == -ENOENT &&
+	       plabel_elf_read(e, 0, &word, sizeof(word)) == -EFAULT &&
+	       plabel_elf_eh_frame_hdr(e, &lo, &hi) == -ENOENT &&
+	       plabel_elf_symbolize(e, 0x1000, fr, PLABEL_SYM_MAX_FRAMES) == 0 &&
+	       lo == 0 && hi == 0;
+}
+
+TEST(files_are_read_when_asked_and_only_if_unchanged)
+{
+	char dir[] = "/tmp/plabel-sym-XXXXXX", same[64], replaced[64], text[64],
+	     tmp[64];
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_elf *e_same, *e_replaced, *e_text;
+	uint64_t bias;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(same, sizeof(same), "%s/same", dir);
+	snprintf(replaced, sizeof(replaced), "%s/replaced", dir);
+	snprintf(text, sizeof(text), "%s/text", dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	ASSERT_EQ(0, copy_self(same));
+	ASSERT_EQ(0, copy_self(replaced));
+	f = fopen(text, "w");
+	ASSERT_NE(NULL, f);
+	fputs("not an ELF file\n", f);
+	fclose(f);
+
+	e_same = plabel_syms_elf(syms, same);
+	e_replaced = plabel_syms_elf(syms, replaced);
+	e_text = plabel_syms_elf(syms, text);
+	ASSERT_NE(NULL, e_same);
+	ASSERT_NE(NULL, e_replaced);
+	/* named, not read: what it is shows when it is asked */
+	ASSERT_NE(NULL, e_text);
+	EXPECT_EQ(e_same, plabel_syms_elf(syms, same));
+
+	/* a rebuild renamed over the file after it was named */
+	ASSERT_EQ(0, copy_self(tmp));
+	ASSERT_EQ(0, rename(tmp, replaced));
+
+	EXPECT_EQ(0, plabel_elf_bias(e_same, 0x400000, 0, &bias));
+	EXPECT_NE(NULL, plabel_elf_build_id(e_same));
+	EXPECT_TRUE(answers_unknown(e_replaced));
+	EXPECT_TRUE(answers_unknown(e_text));
+	/* and it stays that way: once decided, the file is not read again */
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, text));
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, replaced));
+
+	plabel_syms_free(syms);
+	unlink(same);
+	unlink(replaced);
+	unlink(text);
+	rmdir(dir);
 }
 
 TEST(elf_bias_and_read)
