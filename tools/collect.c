@@ -168,6 +168,17 @@ struct plabel_collect {
 
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
+	/*
+	 * Processes sampled in the buffer being fed with no mappings known
+	 * for the image the sample ran in: the kernel's mapping records
+	 * usually follow in the same buffer, so /proc/PID/maps is read only
+	 * for those still without any once it is fed.
+	 */
+	struct plabel_maps_want {
+		uint32_t proc, gen;	/* index into procs; generation */
+		uint64_t time_ns;	/* of the first such sample */
+	} *want;
+	size_t nwant, want_cap;
 
 	struct plabel_csample *samples;	/* not merged yet, arrival order */
 	size_t nsamples, samples_cap;
@@ -234,6 +245,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	for (i = 0; i < c->nprocs; i++)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
+	free(c->want);
 	free(c->samples);
 	free(c->aggs);
 	free(c->agg_tab.tab);
@@ -466,6 +478,7 @@ static int plabel_proc_read_maps(struct plabel_collect *c,
 		return 0;
 	if (plabel_maps_read_proc(c->syms, p->pid, &m, &n))
 		return 0;	/* gone already: nothing to fall back on */
+	c->st.proc_maps++;
 	for (i = 0; i < n && !ret; i++)
 		ret = plabel_proc_add_map(c, p, m[i].start, m[i].end,
 					  m[i].offset, t, m[i].path,
@@ -897,20 +910,32 @@ static int plabel_add_sample(struct plabel_collect *c,
 	p = plabel_proc_get(c, h->pid);
 	if (!p)
 		return -ENOMEM;
+	if (r->u.sample.has_regs && !plabel_spool_open(&c->spool))
+		defer = 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read
-	 * them while the process is there, once per exec generation.
+	 * them from /proc while the process is there, once per exec
+	 * generation; after this buffer (see struct plabel_maps_want) unless
+	 * the snapshot is unwound now.
 	 */
 	gen = plabel_proc_gen(p, h->time_ns);
 	if (plabel_proc_view(p, gen))
 		return -ENOMEM;
-	if (!p->nview && p->tried_gen != gen + 1 &&
-	    (plabel_proc_read_maps(c, p, h->time_ns) ||
-	     plabel_proc_view(p, gen)))
-		return -ENOMEM;
-
-	if (r->u.sample.has_regs && !plabel_spool_open(&c->spool))
-		defer = 1;
+	if (!p->nview && p->tried_gen != gen + 1) {
+		if (r->u.sample.has_regs && !defer) {
+			if (plabel_proc_read_maps(c, p, h->time_ns) ||
+			    plabel_proc_view(p, gen))
+				return -ENOMEM;
+		} else {
+			if (plabel_grow(&c->want, &c->want_cap, c->nwant,
+					sizeof(*c->want)))
+				return -ENOMEM;
+			c->want[c->nwant].proc = p - c->procs;
+			c->want[c->nwant].gen = gen;
+			c->want[c->nwant++].time_ns = h->time_ns;
+			p->tried_gen = gen + 1;
+		}
+	}
 	ret = plabel_sample_chain(c, p, r, !defer, &chain);
 	if (ret)
 		return ret;
@@ -1187,6 +1212,27 @@ static int plabel_collect_record(struct plabel_collect *c,
 	}
 }
 
+/* /proc/PID/maps of the processes still without mappings. 0 or -ENOMEM. */
+static int plabel_maps_wanted(struct plabel_collect *c)
+{
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < c->nwant && !ret; i++) {
+		struct plabel_proc *p = &c->procs[c->want[i].proc];
+		uint32_t gen = c->want[i].gen;
+
+		/* /proc shows the newest image only */
+		if (gen != p->nexec)
+			continue;
+		ret = plabel_proc_view(p, gen);
+		if (!ret && !p->nview)
+			ret = plabel_proc_read_maps(c, p, c->want[i].time_ns);
+	}
+	c->nwant = 0;
+	return ret;
+}
+
 int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 			  size_t len)
 {
@@ -1205,6 +1251,8 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 	}
 	plabel_spool_sync(&c->spool);	/* buf is the caller's */
 	free(r);
+	if (plabel_maps_wanted(c) == -ENOMEM)
+		ret = -ENOMEM;
 	if (ret == -EBADMSG)
 		c->st.bad++;
 	return ret;
@@ -1618,6 +1666,10 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 		ret = plabel_count_comment(prof,
 					   "exec records after their time was settled",
 					   c->st.late);
+	if (!ret && c->st.proc_maps)
+		ret = plabel_count_comment(prof,
+					   "process images mapped from /proc, not the kernel's records",
+					   c->st.proc_maps);
 	return ret;
 }
 

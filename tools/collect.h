@@ -31,6 +31,7 @@ struct plabel_collect_stats {
 	uint64_t late;		/* EXEC records stamped before settled */
 	uint64_t held;		/* samples held one by one, not merged yet */
 	uint64_t merged;	/* distinct merged samples */
+	uint64_t proc_maps;	/* images whose mappings came from /proc */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 

@@ -537,6 +537,92 @@ TEST(aggregate_exec_generations)
 	plabel_syms_free(syms);
 }
 
+/*
+ * /proc/PID/maps stands in for the kernel's mapping records only when a
+ * process image still has none once its buffer is fed, and only for the
+ * newest image, the one /proc shows.
+ */
+TEST(proc_maps_only_when_the_kernel_gave_none)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_collect_stats st;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t fn = (uintptr_t)plabel_test_target, ips[1] = { fn + 1 };
+	uint32_t pid = getpid();
+	size_t n, i;
+	int comment = 0;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, pid, &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PROC_MAPS);
+	ASSERT_NE(NULL, c);
+
+	/* the sample before its image's mapping record, in one buffer */
+	b.len = 0;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+	smp->time_ns = 100;
+	sb_mmap(&b, pid, m->start, m->end, m->offset, m->path);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(0, st.proc_maps);
+
+	/* an image that is no longer the process's by the buffer's end */
+	b.len = 0;
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = pid;
+	ex->time_ns = 200;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+	smp->time_ns = 300;
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = pid;
+	ex->time_ns = 400;
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(0, st.proc_maps);
+
+	/* the newest image, and no record for it: from /proc, once */
+	b.len = 0;
+	for (i = 0; i < 2; i++) {
+		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+		smp->time_ns = 500 + i;
+	}
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(1, st.proc_maps);
+	plabel_maps_free(maps, n);
+
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	/* first image (its record) and newest (/proc) resolve; the middle not */
+	for (i = 0, n = 0; i < plabel_prof_num_samples(cpu); i++) {
+		plabel_prof_get_sample(cpu, i, &si);
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[0], &li));
+		if (li.nlines && !strcmp(li.lines[li.nlines - 1].function,
+					 "plabel_test_target"))
+			n += si.values[0];
+	}
+	EXPECT_EQ(5, n);
+	for (i = 0; i < plabel_prof_num_comments(cpu); i++)
+		if (!strcmp(plabel_prof_comment(cpu, i),
+			    "process images mapped from /proc, not the kernel's records: 1"))
+			comment = 1;
+	EXPECT_EQ(1, comment);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* record -- CMD: the held child's samples before its exec are plabel's */
 TEST(aggregate_skip_before_exec)
 {
