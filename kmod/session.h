@@ -36,7 +36,8 @@
 #define PLABEL_TREE_SLOTS	(2 * PLABEL_TREE_MAX)
 #define PLABEL_MM_CACHE		8	/* recently scanned mms, per CPU */
 #define PLABEL_MM_PENDING	16	/* mm scans waiting, per CPU */
-#define PLABEL_TICK_MS		50	/* reader wake-up / mm scan period */
+#define PLABEL_TICK_MS		50	/* mm scan period */
+#define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
 #define PLABEL_WEIGHT_MAX	16	/* copies of one late sample */
 
 struct plabel_ring {
@@ -107,6 +108,7 @@ struct plabel_session {
 	wait_queue_head_t wq;
 	struct irq_work wake_work;
 	struct delayed_work tick;
+	unsigned int ticks;	/* since the tick last woke the reader */
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
 	char *root_buf;		/* PATH_MAX, for the mm scanner */
 };
