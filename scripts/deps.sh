@@ -14,7 +14,7 @@ PKGS="
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 	protobuf-c-compiler libprotobuf-c-dev
 	libunwind-dev libdw-dev libelf-dev zlib1g-dev pkg-config
-	golang-go graphviz
+	golang-go graphviz strace
 	clang libclang-rt-14-dev
 "
 

@@ -44,6 +44,13 @@
 #define PLABEL_SETTLE_ROOM	(PLABEL_READ_BUF / 2)
 #define PLABEL_SETTLE_MARGIN_NS	2000000000ULL
 #define PLABEL_DEFAULT_DIR	"plabel-out"
+/*
+ * The longest the main loop sleeps: the status line's period, and how late
+ * an ending goes unnoticed where no pidfd or signal tells (a signal that
+ * comes just before poll()). The kernel wakes the reader rarely too: every
+ * wake-up is CPU time the profiled programs do not get.
+ */
+#define PLABEL_POLL_MS		1000
 
 static volatile sig_atomic_t plabel_stop_sig;
 
@@ -428,7 +435,7 @@ int plabel_cmd_record(int argc, char **argv)
 	const char *dir = PLABEL_DEFAULT_DIR;
 	uint32_t npids = 0, callchain = PLABEL_CALLCHAIN_FP, i;
 	int all = 0, c, ret, status = 1, pipefd[2] = { -1, -1 };
-	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0;
+	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0, check;
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -592,18 +599,18 @@ int plabel_cmd_record(int argc, char **argv)
 				cmd[0]);
 		close(pipefd[1]);
 		pipefd[1] = -1;
-	} else {
-		for (i = 0; i < npids; i++) {
-			int pfd = plabel_pidfd_open(pids[i]);
+	}
+	/* readable when the process ends: poll() needs no signal for that */
+	for (i = 0; i < npids; i++) {
+		int pfd = plabel_pidfd_open(pids[i]);
 
-			if (pfd >= 0)
-				pidfds[npidfds++] = pfd;
-		}
+		if (pfd >= 0)
+			pidfds[npidfds++] = pfd;
 	}
 	fcntl(st.fd, F_SETFL, fcntl(st.fd, F_GETFL) | O_NONBLOCK);
 	tty = isatty(2);
 
-	for (;;) {
+	for (check = 1;; check = ret <= 0) {
 		int nfds = 1, alive;
 		ssize_t n;
 
@@ -618,7 +625,7 @@ int plabel_cmd_record(int argc, char **argv)
 				child = -1;
 				break;
 			}
-		} else if (npids) {
+		} else if (npids && check) {
 			/* -p: done when all are gone */
 			for (i = 0, alive = 0; i < npids; i++)
 				alive += plabel_pid_alive(pids[i]);
@@ -627,17 +634,27 @@ int plabel_cmd_record(int argc, char **argv)
 		}
 		pfds[0].fd = st.fd;
 		pfds[0].events = POLLIN;
+		pfds[0].revents = 0;
 		for (i = 0; i < (uint32_t)npidfds; i++) {
 			pfds[nfds].fd = pidfds[i];
+			pfds[nfds].revents = 0;
 			pfds[nfds++].events = POLLIN;
 		}
-		ret = poll(pfds, nfds, 250);
+		ret = poll(pfds, nfds, PLABEL_POLL_MS);
 		if (ret < 0 && errno != EINTR) {
 			fprintf(stderr, "plabel record: poll: %s\n",
 				strerror(errno));
 			break;
 		}
-		if (ret > 0 && (pfds[0].revents & (POLLIN | POLLERR))) {
+		/* an ended process's pidfd stays readable: done with it */
+		for (i = nfds; i-- > 1;) {
+			if (!pfds[i].revents)
+				continue;
+			close(pidfds[i - 1]);
+			pidfds[i - 1] = pidfds[--npidfds];
+			ret = 0;	/* check who is left */
+		}
+		if (pfds[0].revents & (POLLIN | POLLERR)) {
 			n = plabel_read_once(&st);
 			if (n == 0)
 				break;	/* the session ended */
