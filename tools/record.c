@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -175,6 +176,29 @@ struct plabel_rec_state {
 	volatile int nomem;
 };
 
+/*
+ * A new buffer, or NULL. Mapped on its own, without huge pages: a read()
+ * mostly fills a few pages of it, and a huge page would be 2 MiB to clear
+ * and keep for them, while the profiled program waits for the CPU.
+ */
+static struct plabel_qbuf *plabel_qbuf_new(void)
+{
+	size_t size = sizeof(struct plabel_qbuf) + PLABEL_READ_BUF;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_NOHUGEPAGE);
+	return p;
+}
+
+static void plabel_qbuf_free(struct plabel_qbuf *q)
+{
+	if (q)
+		munmap(q, sizeof(*q) + PLABEL_READ_BUF);
+}
+
 /* A buffer to read() into, or NULL. */
 static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
 {
@@ -187,7 +211,7 @@ static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
 		st->nspare--;
 	}
 	pthread_mutex_unlock(&st->qlock);
-	return q ? q : malloc(sizeof(*q) + PLABEL_READ_BUF);
+	return q ? q : plabel_qbuf_new();
 }
 
 static void plabel_qbuf_put(struct plabel_rec_state *st,
@@ -201,7 +225,7 @@ static void plabel_qbuf_put(struct plabel_rec_state *st,
 		q = NULL;
 	}
 	pthread_mutex_unlock(&st->qlock);
-	free(q);
+	plabel_qbuf_free(q);
 }
 
 static void *plabel_worker(void *arg)
@@ -516,7 +540,7 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
 	/* the first read()'s buffer, before the worker shares the list */
-	st.spare = malloc(sizeof(*st.spare) + PLABEL_READ_BUF);
+	st.spare = plabel_qbuf_new();
 	if (st.spare) {
 		st.spare->next = NULL;
 		st.nspare = 1;
@@ -733,7 +757,7 @@ err_free:
 		struct plabel_qbuf *q = st.spare;
 
 		st.spare = q->next;
-		free(q);
+		plabel_qbuf_free(q);
 	}
 	if (st.fd >= 0)
 		close(st.fd);
