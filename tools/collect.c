@@ -921,7 +921,9 @@ static int plabel_add_sample(struct plabel_collect *c,
 	gen = plabel_proc_gen(p, h->time_ns);
 	if (plabel_proc_view(p, gen))
 		return -ENOMEM;
-	if (!p->nview && p->tried_gen != gen + 1) {
+	/* (not for skip_pid before its exec: /proc soon shows what it runs) */
+	if (!p->nview && p->tried_gen != gen + 1 &&
+	    (gen || h->pid != c->skip_pid)) {
 		if (r->u.sample.has_regs && !defer) {
 			if (plabel_proc_read_maps(c, p, h->time_ns) ||
 			    plabel_proc_view(p, gen))

@@ -599,6 +599,15 @@ TEST(proc_maps_only_when_the_kernel_gave_none)
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
 	plabel_collect_stats(c, &st);
 	EXPECT_EQ(1, st.proc_maps);
+
+	/* record -- CMD's child before its exec: /proc would show CMD */
+	plabel_collect_skip_before_exec(c, getppid());
+	b.len = 0;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, getppid(), ips, 0, 1);
+	smp->time_ns = 600;
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(1, st.proc_maps);
 	plabel_maps_free(maps, n);
 
 	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
