@@ -152,8 +152,13 @@ struct plabel_qbuf {
 	uint8_t data[];
 };
 
-/* Buffers kept for reuse; more are freed. */
-#define PLABEL_SPARE_MAX	4
+/*
+ * Buffers at most. They are reused, their pages staying mapped: mapping
+ * and clearing fresh pages for every read() cost more than the copy when
+ * the collector lags. When all wait for it, the next read() waits too, and
+ * the kernel counts what its rings then cannot hold as lost.
+ */
+#define PLABEL_QBUF_MAX		8
 
 /*
  * The main thread only reads /dev/plabel and queues what it read, so the
@@ -166,11 +171,12 @@ struct plabel_rec_state {
 	struct plabel_collect *col;
 	int corrupt;
 	pthread_t worker;
-	pthread_mutex_t qlock;	/* the queue and done */
-	pthread_cond_t qcond;
+	pthread_mutex_t qlock;	/* the queue, the buffers and done */
+	pthread_cond_t qcond;	/* a buffer was queued, or done */
+	pthread_cond_t freecond;	/* a buffer came back */
 	struct plabel_qbuf *head, *tail;
 	struct plabel_qbuf *spare;	/* for the next read()s */
-	unsigned int nspare;
+	unsigned int nbufs;	/* allocated, at most PLABEL_QBUF_MAX */
 	int done;
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
@@ -205,27 +211,33 @@ static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
 	struct plabel_qbuf *q;
 
 	pthread_mutex_lock(&st->qlock);
+	while (!st->spare && st->nbufs >= PLABEL_QBUF_MAX)
+		pthread_cond_wait(&st->freecond, &st->qlock);
 	q = st->spare;
-	if (q) {
+	if (q)
 		st->spare = q->next;
-		st->nspare--;
-	}
+	else
+		st->nbufs++;
 	pthread_mutex_unlock(&st->qlock);
-	return q ? q : plabel_qbuf_new();
+	if (q)
+		return q;
+	q = plabel_qbuf_new();
+	if (!q) {
+		pthread_mutex_lock(&st->qlock);
+		st->nbufs--;
+		pthread_mutex_unlock(&st->qlock);
+	}
+	return q;
 }
 
 static void plabel_qbuf_put(struct plabel_rec_state *st,
 			    struct plabel_qbuf *q)
 {
 	pthread_mutex_lock(&st->qlock);
-	if (st->nspare < PLABEL_SPARE_MAX) {
-		q->next = st->spare;
-		st->spare = q;
-		st->nspare++;
-		q = NULL;
-	}
+	q->next = st->spare;
+	st->spare = q;
+	pthread_cond_signal(&st->freecond);
 	pthread_mutex_unlock(&st->qlock);
-	plabel_qbuf_free(q);
 }
 
 static void *plabel_worker(void *arg)
@@ -272,6 +284,7 @@ static int plabel_worker_start(struct plabel_rec_state *st)
 
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
+	pthread_cond_init(&st->freecond, NULL);
 	pthread_mutex_init(&st->col_lock, NULL);
 	/* signals stay with the main thread, whose poll() they interrupt */
 	sigfillset(&all);
@@ -543,7 +556,7 @@ int plabel_cmd_record(int argc, char **argv)
 	st.spare = plabel_qbuf_new();
 	if (st.spare) {
 		st.spare->next = NULL;
-		st.nspare = 1;
+		st.nbufs = 1;
 	}
 	syms = plabel_syms_new();
 	st.col = syms ? plabel_collect_new(syms, flags) : NULL;
