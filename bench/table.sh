@@ -10,27 +10,30 @@ awk '
 function g(k) { return (k in v) ? v[k] : "-" }
 function pc(k) { return (k in v && v[k] != "") ? sprintf("%.1f", v[k]) : "-" }
 function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
-	sprintf("%.2f", v[a] / v[b]) : "-" }
+	sprintf("%.3f", v[a] / v[b]) : "-" }
 function overhead(o,    m, h, p, q, modes, rates) {
 	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
 	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s"
-	print "   samples: recorded per run (plabel also counts the ones it lost; perf -q does not)"
-	print "                 plabel                    perf            plabel/perf  plabel handler          perf"
-	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%    wall    ns/sample  samples  lost  samples"
+	print "   samples, lost: per run; us/sample: wall time added per recorded sample (the"
+	print "   way to compare when the two record different numbers, losing the others)"
+	print "                 plabel                    perf            plabel/   plabel handler  plabel         perf           us/sample"
+	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%  perf wall    ns/sample  samples  lost  samples  lost   plabel   perf"
 	split("fp dwarf", modes, " ")
 	split("99 999 4999", rates, " ")
 	for (m = 1; m <= 2; m++)
 		for (h = 1; h <= 3; h++) {
 			p = o ".plabel_" modes[m] "_" rates[h]
 			q = o ".perf_" modes[m] "_" rates[h]
-			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s  %4s  %7s\n", \
+			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s %5s  %7s %5s  %7s %6s\n", \
 				modes[m], rates[h], g(p ".slowdown"), \
 				g(p ".workload_cpu_ratio"), pc(p ".profiler_cpu_pct"), \
 				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
 				pc(q ".profiler_cpu_pct"), \
 				r(p ".slowdown", q ".slowdown"), \
 				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
-				g(p ".lost_per_run"), g(q ".samples_per_run")
+				g(p ".lost_per_run"), g(q ".samples_per_run"), \
+				g(q ".lost_per_run"), g(p ".wall_us_per_sample"), \
+				g(q ".wall_us_per_sample")
 		}
 	print ""
 }

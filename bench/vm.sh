@@ -67,10 +67,12 @@ run_one() {
 	echo "${c:-nan} ${t:-nan}" >>"$TMP/$name.cpu"
 	case $name in
 	perf_*)
-		# the samples perf recorded (its lost ones are not counted)
+		# the samples perf recorded, and lost (its event's own stats)
 		perf report --stats -i "$TMP/perf.data" 2>/dev/null | awk '
 			$1 == "SAMPLE" && $2 == "events:" && !s { s = $3 }
-			END { print s + 0, "nan" }' >>"$TMP/$name.samples"
+			/ stats:$/ { ev = 1 }
+			ev && $1 == "LOST_SAMPLES" && $2 == "events:" { l = $3 }
+			END { print s + 0, l + 0 }' >>"$TMP/$name.samples"
 		;;
 	plabel_*)
 		echo "$(( $(dbg handler_calls) - c0 )) $(( $(dbg handler_ns_total) - n0 ))" \
@@ -133,11 +135,16 @@ for cfg in $CONFIGS; do
 		emit "overhead.$cfg.handler_ns_per_call" "$(awk '
 			{ c += $1; n += $2 }
 			END { printf "%.0f", c ? n / c : 0 }' "$TMP/$cfg.handler")"
-		emit "overhead.$cfg.lost_per_run" \
-			"$(awk '{ print $2 }' "$TMP/$cfg.samples" | median)"
 	fi
-	[ -s "$TMP/$cfg.samples" ] && emit "overhead.$cfg.samples_per_run" \
-		"$(awk '{ print $1 }' "$TMP/$cfg.samples" | median)"
+	[ -s "$TMP/$cfg.samples" ] || continue
+	n=$(awk '{ print $1 }' "$TMP/$cfg.samples" | median)
+	emit "overhead.$cfg.samples_per_run" "$n"
+	emit "overhead.$cfg.lost_per_run" \
+		"$(awk '{ print $2 }' "$TMP/$cfg.samples" | median)"
+	# what a recorded sample cost the workload, for profilers that
+	# record different numbers of samples (losing others) at one rate
+	emit "overhead.$cfg.wall_us_per_sample" "$(awk -v m="$m" -v b="$base" \
+		-v n="$n" 'BEGIN { if (n > 0) printf "%.1f", (m - b) / n / 1000 }')"
 done
 cat "$TMP"/*.err >"$OUT/overhead.err" 2>/dev/null
 fi

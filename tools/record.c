@@ -159,6 +159,7 @@ struct plabel_qbuf {
  * the kernel counts what its rings then cannot hold as lost.
  */
 #define PLABEL_QBUF_MAX		8
+#define PLABEL_PREFAULT		(512U << 10)	/* of the first buffer */
 
 /*
  * The main thread only reads /dev/plabel and queues what it read, so the
@@ -557,6 +558,11 @@ int plabel_cmd_record(int argc, char **argv)
 	if (st.spare) {
 		st.spare->next = NULL;
 		st.nbufs = 1;
+		/*
+		 * Its first pages now, as the kernel's rings were allocated:
+		 * not while the first read() holds up the profiled program.
+		 */
+		madvise(st.spare, PLABEL_PREFAULT, MADV_POPULATE_WRITE);
 	}
 	syms = plabel_syms_new();
 	st.col = syms ? plabel_collect_new(syms, flags) : NULL;
