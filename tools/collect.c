@@ -168,6 +168,7 @@ struct plabel_collect {
 
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
+	struct plabel_itab proc_tab;	/* by pid */
 	/*
 	 * Processes sampled in the buffer being fed with no mappings known
 	 * for the image the sample ran in: the kernel's mapping records
@@ -245,6 +246,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	for (i = 0; i < c->nprocs; i++)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
+	free(c->proc_tab.tab);
 	free(c->want);
 	free(c->samples);
 	free(c->aggs);
@@ -367,22 +369,6 @@ static int plabel_add_labelset(struct plabel_collect *c,
 	return 0;
 }
 
-static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
-					   uint32_t pid)
-{
-	struct plabel_proc *p;
-	size_t i;
-
-	for (i = c->nprocs; i-- > 0;)
-		if (c->procs[i].pid == pid)
-			return &c->procs[i];
-	if (plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
-		return NULL;
-	p = &c->procs[c->nprocs++];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	return p;
-}
 
 static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
 {
@@ -601,6 +587,37 @@ static int plabel_itab_reserve(struct plabel_itab *t, size_t n,
 	t->tab = nt;
 	t->cap = ncap;
 	return 0;
+}
+
+static uint64_t plabel_proc_hash_at(const struct plabel_collect *c, size_t j)
+{
+	return plabel_hash2(c->procs[j].pid, 0);
+}
+
+/* The process pid, added if new. NULL on ENOMEM. */
+static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
+					   uint32_t pid)
+{
+	uint64_t h = plabel_hash2(pid, 0);
+	struct plabel_proc *p;
+	size_t i;
+
+	if (plabel_itab_reserve(&c->proc_tab, c->nprocs, plabel_proc_hash_at,
+				c))
+		return NULL;
+	for (i = h & (c->proc_tab.cap - 1); c->proc_tab.tab[i];
+	     i = (i + 1) & (c->proc_tab.cap - 1)) {
+		p = &c->procs[c->proc_tab.tab[i] - 1];
+		if (p->pid == pid)
+			return p;
+	}
+	if (plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
+		return NULL;
+	p = &c->procs[c->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	c->proc_tab.tab[i] = c->nprocs;
+	return p;
 }
 
 static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)

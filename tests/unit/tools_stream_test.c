@@ -632,6 +632,73 @@ TEST(proc_maps_only_when_the_kernel_gave_none)
 	plabel_syms_free(syms);
 }
 
+/* Thousands of processes (record -a on a busy machine), each its own. */
+TEST(many_processes)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_collect_stats st;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t fn = (uintptr_t)plabel_test_target, ips[1] = { fn + 1 };
+	static uint8_t seen[3000];
+	size_t n, i, j, total = 0;
+	uint32_t pid;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
+	ASSERT_NE(NULL, c);
+	for (pid = 100000; pid < 103000; pid++) {
+		if (b.len > sizeof(b.data) - 512) {
+			ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+			b.len = 0;
+		}
+		sb_mmap(&b, pid, m->start, m->end, m->offset, m->path);
+		sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+		/* the first process's samples among the others' */
+		if (pid % 1000 == 0)
+			sb_sample(&b, PLABEL_REC_SAMPLE, 0, 100000, ips, 0, 1);
+	}
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_maps_free(maps, n);
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(3003, st.samples);
+
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(3000, plabel_prof_num_samples(cpu));
+	for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
+		plabel_prof_get_sample(cpu, i, &si);
+		for (j = 0; j < si.nnumlabels; j++) {
+			if (strcmp(si.numlabels[j].key, "pid"))
+				continue;
+			pid = si.numlabels[j].num;
+			ASSERT_LE(100000, pid);
+			ASSERT_GT(103000, pid);
+			EXPECT_EQ(0, seen[pid - 100000]);
+			seen[pid - 100000] = 1;
+			EXPECT_EQ(pid == 100000 ? 4 : 1, si.values[0]);
+		}
+		total += si.values[0];
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[0], &li));
+		ASSERT_LE(1, li.nlines);
+		EXPECT_STREQ("plabel_test_target", li.lines[li.nlines - 1].function);
+	}
+	EXPECT_EQ(3003, total);
+	for (i = 0; i < 3000; i++)
+		EXPECT_EQ(1, seen[i]);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* record -- CMD: the held child's samples before its exec are plabel's */
 TEST(aggregate_skip_before_exec)
 {
