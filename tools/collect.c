@@ -1182,6 +1182,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 {
 	struct plabel_proc *p;
 	uint64_t *et;
+	size_t i;
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
@@ -1224,7 +1225,16 @@ static int plabel_collect_record(struct plabel_collect *c,
 		if (r->u.exec.time_ns < c->settled)
 			c->st.late++;
 		p->view_ok = 0;	/* generations after it move up */
-		/* maps seen before (e.g. from /proc) keep their generation */
+		/*
+		 * The kernel's mappings stamped after the exec belong to the
+		 * image it started, also when they came first (from another
+		 * CPU's ring); those from /proc keep the generation they
+		 * were read for.
+		 */
+		for (i = 0; i < p->nmaps; i++)
+			if (!p->map_fallback[i])
+				p->map_gen[i] = plabel_proc_gen(p,
+							p->maps[i].time_ns);
 		return 0;
 	default:
 		return 0;	/* unknown types are skipped */

@@ -699,6 +699,69 @@ TEST(many_processes)
 	plabel_syms_free(syms);
 }
 
+/* An EXEC read after mapping records stamped later (another CPU's ring). */
+TEST(exec_read_after_its_mappings)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_mmap *mm;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t fn = (uintptr_t)plabel_test_target, ips[1] = { fn + 1 };
+	size_t n, i;
+	int named = 0, unnamed = 0;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	b.len = 0;
+	/* CPU 0's ring: the old image's mapping, then the new one's */
+	mm = (void *)(b.data + b.len);
+	sb_mmap(&b, 7, m->start, m->end, m->offset, "/nonexistent/before");
+	mm->time_ns = 100;
+	mm = (void *)(b.data + b.len);
+	sb_mmap(&b, 7, m->start, m->end, m->offset, m->path);
+	mm->time_ns = 300;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 7, ips, 0, 1);
+	smp->time_ns = 150;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 7, ips, 0, 1);
+	smp->time_ns = 400;
+	/* CPU 1's ring: the exec between them */
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = 7;
+	ex->time_ns = 200;
+	plabel_maps_free(maps, n);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(2, plabel_prof_num_samples(cpu));
+	for (i = 0; i < 2; i++) {
+		plabel_prof_get_sample(cpu, i, &si);
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[0], &li));
+		if (li.nlines && !strcmp(li.lines[li.nlines - 1].function,
+					 "plabel_test_target"))
+			named++;
+		else
+			unnamed++;
+	}
+	/* the sample after the exec is named from the new image's mapping */
+	EXPECT_EQ(1, named);
+	EXPECT_EQ(1, unnamed);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* record -- CMD: the held child's samples before its exec are plabel's */
 TEST(aggregate_skip_before_exec)
 {
