@@ -325,7 +325,7 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 			__this_cpu_inc(plabel_stats.samples);
 	}
 	if (uregs)
-		plabel_session_note_mm(s, c);
+		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
 }
 
@@ -365,7 +365,7 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs, NULL);
 	if (uregs)
-		plabel_session_note_mm(s, c);
+		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
 }
 

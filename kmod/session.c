@@ -159,7 +159,8 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
  * When every pending slot is taken nothing is remembered, so a later sample
  * tries again.
  */
-void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
+void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
+			    u64 time_ns)
 {
 	struct mm_struct *mm = current->mm;
 	int map_count = READ_ONCE(mm->map_count);
@@ -182,8 +183,9 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
 	if (i == PLABEL_MM_PENDING || !mmget_not_zero(mm))
 		return;
 	e->tgid = current->tgid;
+	e->time_ns = time_ns;
 	e->task = get_task_struct(current);
-	/* tgid and task before mm: pairs with the scanner's acquire */
+	/* tgid, time and task before mm: pairs with the scanner's acquire */
 	smp_store_release(&e->mm, mm);
 
 	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
@@ -194,11 +196,12 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c)
 }
 
 static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
-			     struct vm_area_struct *vma, const char *path,
-			     u32 path_len)
+			     u64 time_ns, struct vm_area_struct *vma,
+			     const char *path, u32 path_len)
 {
 	struct plabel_rec_mmap rec = {
 		.hdr.type = PLABEL_REC_MMAP,
+		.time_ns = time_ns,
 		.pid = tgid,
 		.path_len = path_len,
 		.start = vma->vm_start,
@@ -210,7 +213,6 @@ static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
 	unsigned long flags;
 
 	local_irq_save(flags);
-	rec.time_ns = ktime_get_ns();	/* as close to the write as EXEC's */
 	r = &s->cpu[smp_processor_id()]->ring;
 	if (plabel_wr_begin(&w, r, ALIGN(sizeof(rec) + path_len, 8))) {
 		plabel_wr_put(&w, &rec, sizeof(rec));
@@ -260,9 +262,13 @@ static size_t plabel_task_root(struct plabel_session *s,
 	return strlen(p);
 }
 
-/* Process context: MMAP records for each executable file mapping of mm. */
+/*
+ * Process context: MMAP records for each executable file mapping of mm,
+ * stamped with the time of the record that queued the walk: the image
+ * that record ran in, even when the process has exec'ed since.
+ */
 static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
-			   struct task_struct *task, pid_t tgid)
+			   struct task_struct *task, pid_t tgid, u64 time_ns)
 {
 	struct vm_area_struct *vma;
 	char *root = NULL;
@@ -281,7 +287,7 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 			continue;
 		if (rlen && !strncmp(path, root, rlen) && path[rlen] == '/')
 			path += rlen;
-		plabel_emit_mmap(s, tgid, vma, path,
+		plabel_emit_mmap(s, tgid, time_ns, vma, path,
 				 s->path_buf + PATH_MAX - 1 - path);
 	}
 	mmap_read_unlock(mm);
@@ -309,7 +315,8 @@ static void plabel_scan_pending(struct plabel_session *s)
 			 * reads this session's records any more.
 			 */
 			if (current->fs)
-				plabel_scan_mm(s, mm, e->task, e->tgid);
+				plabel_scan_mm(s, mm, e->task, e->tgid,
+					       e->time_ns);
 			mmput(mm);
 			put_task_struct(e->task);
 			/* done with the slot: pairs with the acquire in note_mm */

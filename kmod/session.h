@@ -61,6 +61,7 @@ struct plabel_mm_ref {
 	struct mm_struct *mm;	/* NULL: free; set last (release) */
 	struct task_struct *task;	/* pending only: for its root dir */
 	pid_t tgid;
+	u64 time_ns;		/* pending only: of the record that asked */
 	int map_count;		/* cache only */
 	u32 seq;		/* cache only: session exec_seq */
 };
@@ -141,7 +142,8 @@ ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
 
 /* session.c, any context */
 bool plabel_session_wants(struct plabel_session *s, pid_t tgid);
-void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c);
+void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
+			    u64 time_ns);
 void plabel_session_committed(struct plabel_session *s, struct plabel_ring *r);
 bool plabel_session_emit_labelset(struct plabel_session *s,
 				  struct plabel_ring *r,

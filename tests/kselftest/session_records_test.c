@@ -123,6 +123,27 @@ static void kernel_work(uint64_t ns)
 	close(fd);
 }
 
+/*
+ * Whether a SAMPLE or THREAD record of m's process has m's time: the
+ * record whose sample queued the walk that wrote m.
+ */
+static int stamped_by_a_sample(struct su_stream *st,
+			       const struct plabel_rec_mmap *m)
+{
+	struct plabel_rec_header *h;
+	size_t off;
+
+	FOR_EACH_REC(st, h, off) {
+		const struct plabel_rec_sample *s = (const void *)h;
+
+		if ((h->type == PLABEL_REC_SAMPLE ||
+		     h->type == PLABEL_REC_THREAD) &&
+		    s->pid == m->pid && s->time_ns == m->time_ns)
+			return 1;
+	}
+	return 0;
+}
+
 TEST(every_record_type)
 {
 	struct su_stream st = { 0 };
@@ -133,6 +154,7 @@ TEST(every_record_type)
 	char exe[PATH_MAX];
 	int samples = 0, main_ok = 0, main_bad = 0, kchain = 0, kbad = 0;
 	int thr = 0, proc = 0, execs = 0, maps = 0, nolabels = 0;
+	int nmaps = 0, maps_unstamped = 0;
 	pid_t cpid, me = su_gettid();
 	uint64_t id;
 	pthread_t t;
@@ -241,6 +263,9 @@ TEST(every_record_type)
 			struct plabel_rec_mmap *m = (void *)h;
 			uintptr_t fn = (uintptr_t)spawn_outer;
 
+			nmaps++;
+			maps_unstamped += !stamped_by_a_sample(&st, m);
+
 			if (m->pid == (uint32_t)getpid() && m->start <= fn &&
 			    fn < m->end) {
 				maps++;
@@ -261,6 +286,8 @@ TEST(every_record_type)
 	EXPECT_EQ(1, proc);
 	EXPECT_EQ(1, execs);
 	EXPECT_LE(1, maps);
+	/* each process image's mappings carry a time that image ran at */
+	EXPECT_EQ(0, maps_unstamped) TH_LOG("%d of %d MMAP records", maps_unstamped, nmaps);
 	su_stream_free(&st);
 	close(fd);
 }
