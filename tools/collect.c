@@ -32,6 +32,7 @@ struct plabel_proc {
 	struct plabel_map *maps;
 	size_t nmaps, cap;
 	uint32_t *map_gen;	/* generation of maps[i] */
+	uint64_t *map_last;	/* newest time maps[i] was reported at */
 	uint8_t *map_fallback;	/* maps[i] came from /proc */
 	uint64_t *map_mid;	/* maps[i]'s id in the profile being built */
 	uint64_t *exec_times;	/* EXEC record times */
@@ -222,6 +223,7 @@ static void plabel_proc_free(struct plabel_proc *p)
 {
 	plabel_maps_free(p->maps, p->nmaps);
 	free(p->map_gen);
+	free(p->map_last);
 	free(p->map_fallback);
 	free(p->map_mid);
 	free(p->exec_times);
@@ -397,6 +399,9 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 		    strlen(m->path) == path_len &&
 		    !memcmp(m->path, path, path_len) &&
 		    p->map_gen[i] == plabel_proc_gen(p, t)) {
+			/* an exec read later may yet put t in a later image */
+			if (t > p->map_last[i])
+				p->map_last[i] = t;
 			if (!fallback && p->map_fallback[i]) {
 				/* real now: its place in the view moves */
 				p->map_fallback[i] = 0;
@@ -409,6 +414,9 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 		return -ENOMEM;
 	cap = p->cap;
 	if (plabel_grow(&p->map_gen, &cap, p->nmaps, sizeof(*p->map_gen)))
+		return -ENOMEM;
+	cap = p->cap;
+	if (plabel_grow(&p->map_last, &cap, p->nmaps, sizeof(*p->map_last)))
 		return -ENOMEM;
 	cap = p->cap;
 	if (plabel_grow(&p->map_fallback, &cap, p->nmaps, 1))
@@ -446,6 +454,7 @@ static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
 	}
 	m->path = ps;
 	p->map_gen[p->nmaps] = plabel_proc_gen(p, t);
+	p->map_last[p->nmaps] = t;
 	p->map_fallback[p->nmaps] = fallback;
 	p->nmaps++;
 	p->view_ok = 0;
@@ -1182,7 +1191,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 {
 	struct plabel_proc *p;
 	uint64_t *et;
-	size_t i;
+	size_t i, n;
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
@@ -1229,12 +1238,28 @@ static int plabel_collect_record(struct plabel_collect *c,
 		 * The kernel's mappings stamped after the exec belong to the
 		 * image it started, also when they came first (from another
 		 * CPU's ring); those from /proc keep the generation they
-		 * were read for.
+		 * were read for. A mapping reported both before and after
+		 * it (the same file at the same place) is one of each image.
 		 */
-		for (i = 0; i < p->nmaps; i++)
+		n = p->nmaps;
+		for (i = 0; i < n; i++)
 			if (!p->map_fallback[i])
 				p->map_gen[i] = plabel_proc_gen(p,
 							p->maps[i].time_ns);
+		for (i = 0; i < n; i++) {
+			struct plabel_map m = p->maps[i];
+			uint64_t last = p->map_last[i];
+			int ret;
+
+			if (p->map_fallback[i] ||
+			    plabel_proc_gen(p, last) == p->map_gen[i])
+				continue;
+			ret = plabel_proc_add_map(c, p, m.start, m.end,
+						  m.offset, last, m.path,
+						  strlen(m.path), 0);
+			if (ret)
+				return ret;
+		}
 		return 0;
 	default:
 		return 0;	/* unknown types are skipped */

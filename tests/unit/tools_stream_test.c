@@ -762,6 +762,67 @@ TEST(exec_read_after_its_mappings)
 	plabel_syms_free(syms);
 }
 
+/*
+ * A mapping reported before and after an exec read later (a sample taken
+ * while exec set up the new image, stamped before the EXEC record): it is
+ * the new image's too.
+ */
+TEST(mapping_reported_across_an_exec)
+{
+	static struct sbuf b;
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_location_info li;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_mmap *mm;
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	struct plabel_syms *syms = plabel_syms_new();
+	uint64_t fn = (uintptr_t)plabel_test_target, ips[1] = { fn + 1 };
+	size_t n, i;
+	int named = 0;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, fn);
+	ASSERT_NE(NULL, m);
+	b.len = 0;
+	mm = (void *)(b.data + b.len);
+	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path);
+	mm->time_ns = 150;
+	mm = (void *)(b.data + b.len);
+	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path);
+	mm->time_ns = 300;
+	for (i = 0; i < 2; i++) {
+		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 8, ips, 0, 1);
+		smp->time_ns = i ? 400 : 120;
+	}
+	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
+	ex->pid = 8;
+	ex->time_ns = 200;
+	plabel_maps_free(maps, n);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
+		plabel_prof_get_sample(cpu, i, &si);
+		ASSERT_EQ(1, si.nlocs);
+		ASSERT_EQ(0, plabel_prof_find_location(cpu, si.loc_ids[0], &li));
+		if (li.nlines && !strcmp(li.lines[li.nlines - 1].function,
+					 "plabel_test_target"))
+			named += si.values[0];
+	}
+	/* before the exec (its record at 150) and after it (at 300) */
+	EXPECT_EQ(2, named);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* record -- CMD: the held child's samples before its exec are plabel's */
 TEST(aggregate_skip_before_exec)
 {
