@@ -15,8 +15,8 @@
  *     the mms the handler queued; every PLABEL_WAKE_TICKS wakes the reader
  *     if records wait;
  *   - the wake irq_work: wakes a sleeping reader when a ring is half full.
- * A reader is woken rarely: each wake-up costs the profiled program the
- * CPU time of a read, a record of work barely more.
+ * A reader is woken rarely: each wake-up costs the profiled programs a
+ * read's worth of CPU time, whether one record waits or thousands.
  */
 #include <linux/bsearch.h>
 #include <linux/capability.h>

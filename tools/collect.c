@@ -371,7 +371,6 @@ static int plabel_add_labelset(struct plabel_collect *c,
 	return 0;
 }
 
-
 static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
 {
 	uint32_t g = 0;
