@@ -99,8 +99,9 @@ static void sb_lost(struct sbuf *b, uint64_t n)
 	l->lost = n;
 }
 
-static void sb_mmap(struct sbuf *b, uint32_t pid, uint64_t start,
-		    uint64_t end, uint64_t off, const char *path)
+static struct plabel_rec_mmap *sb_mmap(struct sbuf *b, uint32_t pid,
+				       uint64_t start, uint64_t end,
+				       uint64_t off, const char *path)
 {
 	size_t pl = strlen(path);
 	struct plabel_rec_mmap *m = sb_rec(b, PLABEL_REC_MMAP,
@@ -112,6 +113,17 @@ static void sb_mmap(struct sbuf *b, uint32_t pid, uint64_t start,
 	m->end = end;
 	m->offset = off;
 	memcpy(m + 1, path, pl);
+	return m;
+}
+
+static struct plabel_rec_exec *sb_exec(struct sbuf *b, uint32_t pid,
+				       uint64_t time_ns)
+{
+	struct plabel_rec_exec *ex = sb_rec(b, PLABEL_REC_EXEC, sizeof(*ex));
+
+	ex->pid = pid;
+	ex->time_ns = time_ns;
+	return ex;
 }
 
 static int decode_all(const void *buf, size_t len, int *count)
@@ -476,8 +488,6 @@ TEST(aggregate_exec_generations)
 	struct plabel_prof_mapping_info mi;
 	struct plabel_prof *cpu, *tc;
 	struct plabel_rec_sample *smp;
-	struct plabel_rec_mmap *mm;
-	struct plabel_rec_exec *ex;
 	struct plabel_collect *c;
 	struct plabel_map *maps;
 	const struct plabel_map *m;
@@ -490,19 +500,13 @@ TEST(aggregate_exec_generations)
 	m = plabel_maps_find(maps, n, fn);
 	ASSERT_NE(NULL, m);
 	b.len = 0;
-	sb_mmap(&b, 5, m->start, m->end, m->offset, m->path);
-	mm = (void *)b.data;
-	mm->time_ns = 100;
+	sb_mmap(&b, 5, m->start, m->end, m->offset, m->path)->time_ns = 100;
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 5, ips, 0, 1);
 	smp->time_ns = 150;
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 5, ips, 0, 1);
 	smp->time_ns = 400;
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = 5;
-	ex->time_ns = 200;
-	mm = (void *)(b.data + b.len);
-	sb_mmap(&b, 5, m->start, m->end, m->offset, "/nonexistent/after");
-	mm->time_ns = 300;
+	sb_exec(&b, 5, 200);
+	sb_mmap(&b, 5, m->start, m->end, m->offset, "/nonexistent/after")->time_ns = 300;
 	plabel_maps_free(maps, n);
 
 	c = plabel_collect_new(syms, 0);
@@ -563,6 +567,23 @@ static int64_t count_named(struct plabel_prof *prof, int64_t *other)
 	return named;
 }
 
+/* Feed b to a new collector and count_named() the CPU profile; -1 if any fails. */
+static int64_t feed_count_named(struct plabel_syms *syms, const struct sbuf *b,
+				int64_t *other)
+{
+	struct plabel_collect *c = plabel_collect_new(syms, 0);
+	struct plabel_prof *cpu = NULL, *tc = NULL;
+	int64_t named = -1;
+
+	if (c && !plabel_collect_buffer(c, b->data, b->len) &&
+	    !plabel_collect_finish(c, 0, 0, &cpu, &tc))
+		named = count_named(cpu, other);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	return named;
+}
+
 /*
  * /proc/PID/maps stands in for the kernel's mapping records only when a
  * process image still has none once its buffer is fed, and only for the
@@ -574,7 +595,6 @@ TEST(proc_maps_only_when_the_kernel_gave_none)
 	struct plabel_collect_stats st;
 	struct plabel_prof *cpu, *tc;
 	struct plabel_rec_sample *smp;
-	struct plabel_rec_exec *ex;
 	struct plabel_collect *c;
 	struct plabel_map *maps;
 	const struct plabel_map *m;
@@ -602,14 +622,10 @@ TEST(proc_maps_only_when_the_kernel_gave_none)
 
 	/* an image that is no longer the process's by the buffer's end */
 	b.len = 0;
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = pid;
-	ex->time_ns = 200;
+	sb_exec(&b, pid, 200);
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
 	smp->time_ns = 300;
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = pid;
-	ex->time_ns = 400;
+	sb_exec(&b, pid, 400);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
 	plabel_collect_stats(c, &st);
 	EXPECT_EQ(0, st.proc_maps);
@@ -721,11 +737,7 @@ TEST(many_processes)
 TEST(exec_read_after_its_mappings)
 {
 	static struct sbuf b;
-	struct plabel_prof *cpu, *tc;
 	struct plabel_rec_sample *smp;
-	struct plabel_rec_mmap *mm;
-	struct plabel_rec_exec *ex;
-	struct plabel_collect *c;
 	struct plabel_map *maps;
 	const struct plabel_map *m;
 	struct plabel_syms *syms = plabel_syms_new();
@@ -738,32 +750,19 @@ TEST(exec_read_after_its_mappings)
 	ASSERT_NE(NULL, m);
 	b.len = 0;
 	/* CPU 0's ring: the old image's mapping (elsewhere), the new one's */
-	mm = (void *)(b.data + b.len);
-	sb_mmap(&b, 7, m->start - 0x10000, m->start, 0, "/nonexistent/before");
-	mm->time_ns = 100;
-	mm = (void *)(b.data + b.len);
-	sb_mmap(&b, 7, m->start, m->end, m->offset, m->path);
-	mm->time_ns = 300;
+	sb_mmap(&b, 7, m->start - 0x10000, m->start, 0, "/nonexistent/before")->time_ns = 100;
+	sb_mmap(&b, 7, m->start, m->end, m->offset, m->path)->time_ns = 300;
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 7, ips, 0, 1);
 	smp->time_ns = 150;
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 7, ips, 0, 1);
 	smp->time_ns = 400;
 	/* CPU 1's ring: the exec between them */
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = 7;
-	ex->time_ns = 200;
+	sb_exec(&b, 7, 200);
 	plabel_maps_free(maps, n);
 
-	c = plabel_collect_new(syms, 0);
-	ASSERT_NE(NULL, c);
-	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
 	/* the sample after the exec is named from the new image's mapping */
-	EXPECT_EQ(1, count_named(cpu, &other));
+	EXPECT_EQ(1, feed_count_named(syms, &b, &other));
 	EXPECT_EQ(1, other);
-	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
-	plabel_collect_free(c);
 	plabel_syms_free(syms);
 }
 
@@ -775,11 +774,7 @@ TEST(exec_read_after_its_mappings)
 TEST(mapping_reported_across_an_exec)
 {
 	static struct sbuf b;
-	struct plabel_prof *cpu, *tc;
 	struct plabel_rec_sample *smp;
-	struct plabel_rec_mmap *mm;
-	struct plabel_rec_exec *ex;
-	struct plabel_collect *c;
 	struct plabel_map *maps;
 	const struct plabel_map *m;
 	struct plabel_syms *syms = plabel_syms_new();
@@ -791,31 +786,18 @@ TEST(mapping_reported_across_an_exec)
 	m = plabel_maps_find(maps, n, fn);
 	ASSERT_NE(NULL, m);
 	b.len = 0;
-	mm = (void *)(b.data + b.len);
-	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path);
-	mm->time_ns = 150;
-	mm = (void *)(b.data + b.len);
-	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path);
-	mm->time_ns = 300;
+	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path)->time_ns = 150;
+	sb_mmap(&b, 8, m->start, m->end, m->offset, m->path)->time_ns = 300;
 	for (i = 0; i < 2; i++) {
 		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 8, ips, 0, 1);
 		smp->time_ns = i ? 400 : 120;
 	}
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = 8;
-	ex->time_ns = 200;
+	sb_exec(&b, 8, 200);
 	plabel_maps_free(maps, n);
 
-	c = plabel_collect_new(syms, 0);
-	ASSERT_NE(NULL, c);
-	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
 	/* before the exec (its record at 150) and after it (at 300) */
-	EXPECT_EQ(2, count_named(cpu, &other));
+	EXPECT_EQ(2, feed_count_named(syms, &b, &other));
 	EXPECT_EQ(0, other);
-	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
-	plabel_collect_free(c);
 	plabel_syms_free(syms);
 }
 
@@ -825,7 +807,6 @@ TEST(aggregate_skip_before_exec)
 	static struct sbuf b;
 	struct plabel_prof *cpu, *tc;
 	struct plabel_rec_sample *smp;
-	struct plabel_rec_exec *ex;
 	struct plabel_collect *c;
 	struct plabel_syms *syms = plabel_syms_new();
 	struct plabel_prof_sample_info si;
@@ -838,9 +819,7 @@ TEST(aggregate_skip_before_exec)
 	smp->time_ns = 30;
 	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, 9, ips, 0, 1);
 	smp->time_ns = 10;
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = 8;
-	ex->time_ns = 20;
+	sb_exec(&b, 8, 20);
 	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
 	ASSERT_NE(NULL, c);
 	plabel_collect_skip_before_exec(c, 8);
@@ -998,7 +977,6 @@ static struct plabel_collect *ms_feed(struct plabel_syms *syms,
 	struct plabel_collect *c;
 	struct plabel_rec_sample *smp;
 	struct plabel_rec_exec *ex;
-	struct plabel_rec_mmap *mm;
 	uint64_t fn = (uintptr_t)plabel_test_target, ip;
 	size_t i;
 	uint32_t pid;
@@ -1020,13 +998,11 @@ static struct plabel_collect *ms_feed(struct plabel_syms *syms,
 		smp->tid = pid + (i / 3) % 2;
 		if (i == MS_EXEC100 || i == MS_EXEC200 + MS_LATE) {
 			pid = i == MS_EXEC100 ? 100 : 200;
-			ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-			ex->pid = pid;
-			ex->time_ns = MS_T(i == MS_EXEC100 ? i : MS_EXEC200);
-			mm = (void *)(b.data + b.len);
+			ex = sb_exec(&b, pid,
+				     MS_T(i == MS_EXEC100 ? i : MS_EXEC200));
 			sb_mmap(&b, pid, m->start, m->end, m->offset,
-				pid == 100 ? m->path : "/nonexistent/after");
-			mm->time_ns = ex->time_ns + 1;
+				pid == 100 ? m->path : "/nonexistent/after")
+				->time_ns = ex->time_ns + 1;
 		}
 		if (b.len > sizeof(b.data) - 512 || i == MS_N - 1) {
 			if (plabel_collect_buffer(c, b.data, b.len))
@@ -1111,7 +1087,6 @@ TEST(merge_late_exec_is_visible)
 	static struct sbuf b;
 	struct plabel_collect_stats st;
 	struct plabel_prof *cpu, *tc;
-	struct plabel_rec_exec *ex;
 	struct plabel_collect *c;
 	struct plabel_syms *syms = plabel_syms_new();
 	uint64_t ips[1] = { 0x1000 };
@@ -1134,9 +1109,7 @@ TEST(merge_late_exec_is_visible)
 	EXPECT_EQ(0, st.held);
 	EXPECT_EQ(1, st.merged);
 	b.len = 0;
-	ex = sb_rec(&b, PLABEL_REC_EXEC, sizeof(*ex));
-	ex->pid = 1;
-	ex->time_ns = 500;
+	sb_exec(&b, 1, 500);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
 	plabel_collect_stats(c, &st);
 	EXPECT_EQ(1, st.late);
