@@ -473,7 +473,8 @@ int plabel_cmd_record(int argc, char **argv)
 	const char *dir = PLABEL_DEFAULT_DIR;
 	uint32_t npids = 0, callchain = PLABEL_CALLCHAIN_FP, i;
 	int all = 0, c, ret, status = 1, pipefd[2] = { -1, -1 };
-	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0, check;
+	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0;
+	int check = 1;	/* -p: see who is alive (at start, timeouts, ends) */
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -653,7 +654,7 @@ int plabel_cmd_record(int argc, char **argv)
 	fcntl(st.fd, F_SETFL, fcntl(st.fd, F_GETFL) | O_NONBLOCK);
 	tty = isatty(2);
 
-	for (check = 1;; check = ret <= 0) {
+	for (;;) {
 		int nfds = 1, alive;
 		ssize_t n;
 
@@ -674,6 +675,7 @@ int plabel_cmd_record(int argc, char **argv)
 				alive += plabel_pid_alive(pids[i]);
 			if (!alive)
 				break;
+			check = 0;
 		}
 		pfds[0].fd = st.fd;
 		pfds[0].events = POLLIN;
@@ -689,13 +691,15 @@ int plabel_cmd_record(int argc, char **argv)
 				strerror(errno));
 			break;
 		}
+		if (ret <= 0)
+			check = 1;
 		/* an ended process's pidfd stays readable: done with it */
 		for (i = nfds; i-- > 1;) {
 			if (!pfds[i].revents)
 				continue;
 			close(pidfds[i - 1]);
 			pidfds[i - 1] = pidfds[--npidfds];
-			ret = 0;	/* check who is left */
+			check = 1;	/* who is left? */
 		}
 		if (pfds[0].revents & (POLLIN | POLLERR)) {
 			n = plabel_read_once(&st);
