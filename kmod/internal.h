@@ -101,10 +101,11 @@ int plabel_ioctl_labels_get(struct plabel_labels_get_args *args);
 int plabel_ioctl_slot_set(struct plabel_slot_args *args);
 /*
  * Any context, under rcu_read_lock(): the labels current would carry now
- * (valid slot id, else kernel-stored set), or NULL. In interrupt context
- * the slot is read with copy_from_user_nofault().
+ * (valid slot id, else kernel-stored set), or NULL, and in *stack_top where
+ * current's user stack ends, or 0 when not known. In interrupt context the
+ * slot is read with copy_from_user_nofault().
  */
-struct plabel_set *plabel_current_set_rcu(void);
+struct plabel_set *plabel_current_set_rcu(unsigned long *stack_top);
 long plabel_live_tasks(void);
 
 /*
@@ -116,8 +117,8 @@ long plabel_live_tasks(void);
  */
 int plabel_session_init(void);
 void plabel_session_exit(void);
-void plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
-			     struct plabel_set *set);
+bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
+			     struct plabel_set *set, unsigned long stack_top);
 void plabel_session_on_exec(void);
 long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
 			  unsigned long arg);

@@ -21,6 +21,7 @@
 #include <linux/sched/task_stack.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <asm/fsgsbase.h>
 #include <asm/unwind.h>
 
 #include "session.h"
@@ -178,14 +179,46 @@ static u32 plabel_chain_max(struct plabel_session *s, bool kernel, bool snap,
 }
 
 /*
+ * How much of the user stack at sp to copy, at most size bytes: up to where
+ * that stack ends, when that is known. Candidates for the end: top, the
+ * stack pointer current's thread started with (task.c keeps it for threads
+ * created while a session samples their process); the FS base, since the C
+ * libraries put a thread's control block, which it points at on x86-64, at
+ * the top of the thread's stack mapping, above its static TLS; and
+ * mm->start_stack, the stack pointer exec left the main thread. None of
+ * these lies inside the frames above sp of whatever stack sp is on, so the
+ * copy stops at the nearest above sp and leaves out nothing the unwinder
+ * reads. A stack elsewhere (a coroutine's, a signal stack, a runtime's own)
+ * is copied whole. The FS base is taken both from the CPU, where user space
+ * may have written it, and from what was saved for current, since the
+ * CPU's can read 0 for a new thread's first moments.
+ */
+static u32 plabel_snap_len(unsigned long sp, u32 size, unsigned long top)
+{
+	unsigned long end[4] = { top, x86_fsbase_read_cpu(),
+				 READ_ONCE(current->thread.fsbase), 0 };
+	struct mm_struct *mm = READ_ONCE(current->mm);
+	u32 len = size;
+	int i;
+
+	if (mm)
+		end[3] = READ_ONCE(mm->start_stack);
+	for (i = 0; i < ARRAY_SIZE(end); i++)
+		if (end[i] >= sp && end[i] - sp < len)
+			len = end[i] - sp;
+	return len;
+}
+
+/*
  * Write a SAMPLE or THREAD record to this CPU's ring. rec holds the fixed
  * part but for the counts; kregs are the interrupted registers when the
- * kernel chain is wanted, else NULL. Interrupts are off.
+ * kernel chain is wanted, else NULL; top is where current's stack ends, 0
+ * when not known. Interrupts are off.
  */
 static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct plabel_rec_sample *rec,
 			      struct pt_regs *kregs, struct pt_regs *uregs,
-			      struct plabel_wr *wp)
+			      unsigned long top, struct plabel_wr *wp)
 {
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
@@ -214,7 +247,7 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 		plabel_user_regs_copy(regs, uregs);
 		plabel_wr_put(&w, regs, sizeof(regs));
 		rec->stack_size = plabel_wr_put_user(&w, uregs->sp,
-						     snap_size);
+				plabel_snap_len(uregs->sp, snap_size, top));
 		rec->flags |= PLABEL_SAMPLE_REGS;
 	}
 	plabel_wr_patch(&w, 0, rec, sizeof(*rec));
@@ -304,6 +337,7 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 	struct pt_regs *uregs = plabel_user_regs(regs);
 	struct pt_regs *kregs = NULL;
 	struct plabel_set *set;
+	unsigned long top;
 	struct plabel_wr w;
 	u32 size;
 
@@ -313,11 +347,11 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 		kregs = regs;
 
 	rcu_read_lock();
-	set = plabel_current_set_rcu();
+	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
 
-	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs, &w)) {
+	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs, top, &w)) {
 		__this_cpu_inc(plabel_stats.samples);
 		/* a late sample is repeated once for each period it covers */
 		size = ALIGN(w.len, 8);
@@ -346,7 +380,8 @@ static void plabel_overflow(struct perf_event *event,
 }
 
 void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
-			  u64 clone_flags, struct plabel_set *set)
+			  u64 clone_flags, struct plabel_set *set,
+			  unsigned long stack_top)
 {
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	struct plabel_rec_sample rec = {
@@ -363,7 +398,7 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	if (!(clone_flags & CLONE_THREAD))
 		rec.flags |= PLABEL_THREAD_PROCESS;
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
-	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs, NULL);
+	plabel_emit_chain(s, &c->ring, &rec, NULL, uregs, stack_top, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);

@@ -366,11 +366,16 @@ static void plabel_tick_fn(struct work_struct *work)
 
 /* Tracepoint hooks (task.c) */
 
-void plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
-			     struct plabel_set *set)
+/*
+ * A THREAD record for current creating child, whose stack ends at
+ * stack_top (0: not known). Returns whether the session samples the child.
+ */
+bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
+			     struct plabel_set *set, unsigned long stack_top)
 {
 	struct plabel_session *s;
 	unsigned long flags;
+	bool wants = false;
 
 	rcu_read_lock();
 	s = rcu_dereference(plabel_active);
@@ -380,11 +385,13 @@ void plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 		plabel_tree_add(s, child->tgid);
 	if (s->record & PLABEL_RECORD_THREADS) {
 		local_irq_save(flags);
-		plabel_sample_thread(s, child, clone_flags, set);
+		plabel_sample_thread(s, child, clone_flags, set, stack_top);
 		local_irq_restore(flags);
 	}
+	wants = plabel_session_wants(s, child->tgid);
 out:
 	rcu_read_unlock();
+	return wants;
 }
 
 void plabel_session_on_exec(void)

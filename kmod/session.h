@@ -154,6 +154,7 @@ int plabel_sample_start(struct plabel_session *s);
 void plabel_sample_stop(struct plabel_session *s);
 /* irqs off; current is the creator */
 void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
-			  u64 clone_flags, struct plabel_set *set);
+			  u64 clone_flags, struct plabel_set *set,
+			  unsigned long stack_top);
 
 #endif /* PLABEL_SESSION_H */

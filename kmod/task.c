@@ -7,6 +7,9 @@
  *
  *   slot  user address of a __u64 holding a set id (0: none)
  *   set   the kernel-stored set (one reference), or NULL
+ *   stack_top  where the thread's user stack ends (0: not known), kept for
+ *         threads created while a session samples their process, so that
+ *         a stack snapshot stops there (sample.c)
  *
  * Only the task itself changes or removes its entry (ioctls, exec and exit
  * probes, all running as current), except that the creator fills in a new
@@ -26,6 +29,7 @@
 #include <linux/mm.h>
 #include <linux/rhashtable.h>
 #include <linux/sched.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/tracepoint.h>
 #include <linux/uaccess.h>
@@ -37,6 +41,7 @@ struct plabel_task {
 	struct task_struct *task;
 	u64 slot;
 	struct plabel_set __rcu *set;
+	unsigned long stack_top;
 	struct rcu_head rcu;
 };
 
@@ -74,7 +79,8 @@ static struct plabel_task *plabel_task_find_current(void)
 }
 
 static struct plabel_task *plabel_task_alloc(struct task_struct *t, u64 slot,
-					     struct plabel_set *set, gfp_t gfp)
+					     struct plabel_set *set,
+					     unsigned long stack_top, gfp_t gfp)
 {
 	struct plabel_task *e;
 	int err;
@@ -84,6 +90,7 @@ static struct plabel_task *plabel_task_alloc(struct task_struct *t, u64 slot,
 		return ERR_PTR(-ENOMEM);
 	e->task = t;
 	e->slot = slot;
+	e->stack_top = stack_top;
 	if (set)
 		plabel_set_get(set);
 	RCU_INIT_POINTER(e->set, set);
@@ -110,10 +117,11 @@ static void plabel_task_remove(struct plabel_task *e)
 	kfree_rcu(e, rcu);
 }
 
-/* An entry with neither labels nor a slot is of no use. */
+/* An entry with no labels, no slot and no stack top is of no use. */
 static void plabel_task_maybe_drop(struct plabel_task *e)
 {
-	if (!READ_ONCE(e->slot) && !rcu_access_pointer(e->set))
+	if (!READ_ONCE(e->slot) && !rcu_access_pointer(e->set) &&
+	    !READ_ONCE(e->stack_top))
 		plabel_task_remove(e);
 }
 
@@ -127,11 +135,12 @@ static struct plabel_set *plabel_slot_set_rcu(u64 id)
 	return set;
 }
 
-struct plabel_set *plabel_current_set_rcu(void)
+struct plabel_set *plabel_current_set_rcu(unsigned long *stack_top)
 {
 	struct plabel_task *e;
 	u64 slot, id;
 
+	*stack_top = 0;
 	/*
 	 * Kernel threads carry no labels, and one of them must not be looked
 	 * up from interrupt context: the table's resize (rht_deferred_worker,
@@ -144,6 +153,7 @@ struct plabel_set *plabel_current_set_rcu(void)
 	e = plabel_task_find(current);
 	if (!e)
 		return NULL;
+	*stack_top = READ_ONCE(e->stack_top);
 	slot = READ_ONCE(e->slot);
 	if (slot && current->mm &&
 	    !copy_from_user_nofault(&id, u64_to_user_ptr(slot), sizeof(id)) &&
@@ -209,7 +219,7 @@ int plabel_ioctl_labels_set(struct plabel_labels_set_args *args)
 	if (!e) {
 		if (!set)
 			return 0;
-		e = plabel_task_alloc(current, 0, set, GFP_KERNEL);
+		e = plabel_task_alloc(current, 0, set, 0, GFP_KERNEL);
 		plabel_set_put(set);
 		return PTR_ERR_OR_ZERO(e);
 	}
@@ -232,7 +242,7 @@ int plabel_ioctl_slot_set(struct plabel_slot_args *args)
 	if (!e) {
 		if (!args->addr)
 			return 0;
-		e = plabel_task_alloc(current, args->addr, NULL, GFP_KERNEL);
+		e = plabel_task_alloc(current, args->addr, NULL, 0, GFP_KERNEL);
 		return PTR_ERR_OR_ZERO(e);
 	}
 	WRITE_ONCE(e->slot, args->addr);
@@ -299,11 +309,30 @@ out_put:
 
 /* Tracepoint probes: preemption is disabled, current is the actor. */
 
+/*
+ * Where a new user task's stack ends: a task started on a stack of its own
+ * (a thread: clone with a new stack pointer) has nothing above the stack
+ * pointer it starts with; one that goes on on its creator's stack (fork,
+ * vfork) shares its creator's end, when that is known.
+ */
+static unsigned long plabel_child_stack_top(struct task_struct *child,
+					    unsigned long parent_top)
+{
+	unsigned long sp;
+
+	if (child->flags & (PF_KTHREAD | PF_IO_WORKER) ||
+	    current->flags & PF_KTHREAD)
+		return 0;
+	sp = task_pt_regs(child)->sp;
+	return sp != task_pt_regs(current)->sp ? sp : parent_top;
+}
+
 static void plabel_probe_newtask(void *data, struct task_struct *child,
 				 unsigned long clone_flags)
 {
 	struct plabel_set *set = NULL;
 	struct plabel_task *parent;
+	unsigned long top = 0, parent_top = 0;
 	u64 slot = 0;
 
 	parent = plabel_task_find_current();
@@ -311,12 +340,15 @@ static void plabel_probe_newtask(void *data, struct task_struct *child,
 		set = plabel_task_effective(parent, false);
 		if (!(clone_flags & CLONE_VM))
 			slot = READ_ONCE(parent->slot);
+		parent_top = READ_ONCE(parent->stack_top);
 	}
-	if ((set || slot) &&
-	    IS_ERR(plabel_task_alloc(child, slot, set,
+	/* a stack top is kept only for tasks a session samples */
+	if (plabel_session_on_clone(child, clone_flags, set, parent_top))
+		top = plabel_child_stack_top(child, parent_top);
+	if ((set || slot || top) &&
+	    IS_ERR(plabel_task_alloc(child, slot, set, top,
 				     GFP_ATOMIC | __GFP_NOWARN)))
 		atomic_inc(&plabel_inherit_failed);
-	plabel_session_on_clone(child, clone_flags, set);
 	plabel_set_put(set);
 }
 
@@ -325,9 +357,13 @@ static void plabel_probe_exec(void *data, struct task_struct *p,
 {
 	struct plabel_task *e = plabel_task_find_current();
 
-	/* The slot was in the old address space; the stored set stays. */
+	/*
+	 * The slot and the stack were in the old address space; the stored
+	 * set stays.
+	 */
 	if (e) {
 		WRITE_ONCE(e->slot, 0);
+		WRITE_ONCE(e->stack_top, 0);
 		plabel_task_maybe_drop(e);
 	}
 	plabel_session_on_exec();

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <asm/prctl.h>
 
 #include "session_util.h"
 #include "kselftest/kselftest_harness.h"
@@ -724,6 +725,211 @@ TEST(dwarf_regs_and_stack)
 	EXPECT_LE(withregs * 9 / 10, covered);
 	EXPECT_EQ(covered, canary);
 	EXPECT_EQ(1, thr);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- where a dwarf snapshot ends ---------------------------------------- */
+
+#define SNAP 16384
+
+/* The main thread's stack pointer at exec: field 28 of /proc/self/stat. */
+static uint64_t start_stack(void)
+{
+	char buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd, i;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the command name may hold spaces */
+	for (i = 2; p && i < 28; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		sscanf(p + 1, "%llu", &v);
+	return v;
+}
+
+/*
+ * A copy cut short of want where the next page (or the first) could not
+ * be read without faulting: a stack page not touched yet, being faulted in
+ * as the sample came, or given back by the C library as the thread ends.
+ */
+static int stopped_at_page(const struct plabel_rec_sample *r, uint64_t rsp,
+			   uint64_t want)
+{
+	return r->stack_size < want &&
+	       (!r->stack_size || ((rsp + r->stack_size) & 4095) == 0);
+}
+
+struct snap_burner {
+	pid_t tid;
+	uint64_t fsbase;	/* the thread's FS base */
+	uint64_t local;		/* a local of its first function */
+	int depth;		/* frames of 1 KiB to burn under */
+	volatile int *stop;	/* burn until set, else 200 ms */
+	uint64_t end;		/* where its snapshots end, from the first */
+	int n, ok, full;
+};
+
+static __attribute__((noinline)) void burn_deep(struct snap_burner *b,
+						int depth)
+{
+	volatile char pad[1024];
+
+	pad[0] = depth;
+	if (depth > 0)
+		burn_deep(b, depth - 1);
+	else if (b->stop)
+		while (!*b->stop)
+			su_burn_cpu(1000000);
+	else
+		su_burn_cpu(200000000);
+	asm volatile("" ::: "memory");
+	(void)pad[0];
+}
+
+static void *snap_thread(void *arg)
+{
+	struct snap_burner *b = arg;
+	volatile int here = 0;
+	unsigned long fs = 0;
+
+	b->local = (uintptr_t)&here;
+	b->tid = su_gettid();
+	syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+	b->fsbase = fs;
+	burn_deep(b, b->depth);
+	return NULL;
+}
+
+/*
+ * A snapshot stops at the top of its thread's stack: a thread created while
+ * the session ran at the stack pointer it started with, one created before
+ * at its FS base (the C library's thread control block), the main thread
+ * at mm->start_stack. A stack deeper than the snapshot is copied whole.
+ */
+TEST(dwarf_snapshot_ends_at_stack_top)
+{
+	static volatile int stop;
+	struct snap_burner b[3] = {
+		{ .depth = 0 }, { .depth = 24 }, { .depth = 0, .stop = &stop },
+	};
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	int main_n = 0, main_ok = 0, thr_n = 0, thr_ok = 0;
+	uint64_t top = start_stack();
+	pid_t me = su_gettid();
+	pthread_t t[3];
+	size_t off;
+	int fd, i;
+
+	NEED_ROOT();
+	ASSERT_NE(0ULL, (unsigned long long)top);
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	/* b[2] runs before the session starts */
+	ASSERT_EQ(0, pthread_create(&t[2], NULL, snap_thread, &b[2]));
+	while (!__atomic_load_n(&b[2].fsbase, __ATOMIC_ACQUIRE))
+		sched_yield();
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_DWARF, 0, 999, SNAP));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, snap_thread, &b[i]));
+	su_burn_cpu(200000000);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	stop = 1;
+	pthread_join(t[2], NULL);
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+		uint64_t rsp, want;
+
+		if ((h->type != PLABEL_REC_SAMPLE &&
+		     h->type != PLABEL_REC_THREAD) ||
+		    !(r->flags & PLABEL_SAMPLE_REGS))
+			continue;
+		rsp = (su_ips(r) + r->nr_kernel + r->nr_user)[PLABEL_REG_RSP];
+		if (r->tid == (uint32_t)me) {
+			/* the harness's frames take far less than SNAP */
+			int thr = h->type == PLABEL_REC_THREAD;
+			int good = rsp <= top &&
+				   (r->stack_size == top - rsp ||
+				    stopped_at_page(r, rsp, top - rsp));
+
+			thr_n += thr;
+			main_n += !thr;
+			thr_ok += thr && good;
+			main_ok += !thr && good;
+			if (!good)
+				TH_LOG("main: rsp %#llx top %#llx size %u",
+				       (unsigned long long)rsp,
+				       (unsigned long long)top, r->stack_size);
+			continue;
+		}
+		for (i = 0; i < 3; i++) {
+			struct snap_burner *x = &b[i];
+
+			if (r->tid != (uint32_t)x->tid ||
+			    h->type != PLABEL_REC_SAMPLE)
+				continue;
+			x->n++;
+			x->full += r->stack_size == SNAP;
+			if (i == 2)
+				want = x->fsbase - rsp;
+			else if (r->stack_size == SNAP)
+				want = SNAP;
+			else if (!x->end && !stopped_at_page(r, rsp, SNAP)) {
+				x->end = rsp + r->stack_size;
+				want = r->stack_size;
+			} else
+				want = x->end - rsp;
+			if (r->stack_size == want ||
+			    stopped_at_page(r, rsp, want))
+				x->ok++;
+			else
+				TH_LOG("thread %d: rsp %#llx end %#llx size %u",
+				       i, (unsigned long long)rsp,
+				       (unsigned long long)x->end,
+				       r->stack_size);
+		}
+	}
+	ASSERT_LT(20, main_n);
+	EXPECT_EQ(main_n, main_ok);
+	EXPECT_LE(2, thr_n);	/* and the reader's */
+	EXPECT_EQ(thr_n, thr_ok);
+	for (i = 0; i < 3; i++) {
+		ASSERT_LT(20, b[i].n) TH_LOG("thread %d", i);
+		EXPECT_EQ(b[i].n, b[i].ok) TH_LOG("thread %d", i);
+	}
+	/*
+	 * New threads' snapshots end above their frames and below their
+	 * static TLS (the deep one's, if it was sampled while shallow); the
+	 * shallow ones never fill a snapshot, the deep one mostly does.
+	 */
+	for (i = 0; i < 2; i++) {
+		if (i && !b[i].end)
+			continue;
+		EXPECT_LT(b[i].local, b[i].end) TH_LOG("thread %d", i);
+		EXPECT_GT(b[i].fsbase, b[i].end) TH_LOG("thread %d", i);
+	}
+	EXPECT_EQ(0, b[0].full);
+	EXPECT_EQ(0, b[2].full);
+	EXPECT_LE(b[1].n * 9 / 10, b[1].full);
 	su_stream_free(&st);
 	close(fd);
 }
