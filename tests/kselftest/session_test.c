@@ -415,7 +415,7 @@ TEST(cpu_hotplug)
 	const char *online = "/sys/devices/system/cpu/cpu1/online";
 	struct su_stream st = { 0 };
 	struct plabel_rec_header *h;
-	uint64_t t_off, t_on;
+	uint64_t t_off, t_back, t_on;
 	int off_samples = 0, on_samples = 0;
 	cpu_set_t set;
 	size_t off;
@@ -430,6 +430,8 @@ TEST(cpu_hotplug)
 	ASSERT_EQ(0, su_write_num(online, 0));
 	t_off = su_now_ns();
 	su_burn_cpu(100000000);
+	/* cpu1 samples again as soon as it is back, before the write returns */
+	t_back = su_now_ns();
 	ASSERT_EQ(0, su_write_num(online, 1));
 	t_on = su_now_ns();
 	CPU_ZERO(&set);
@@ -446,7 +448,7 @@ TEST(cpu_hotplug)
 
 		if (h->type != PLABEL_REC_SAMPLE || r->cpu != 1)
 			continue;
-		if (r->time_ns > t_off && r->time_ns < t_on)
+		if (r->time_ns > t_off && r->time_ns < t_back)
 			off_samples++;
 		if (r->time_ns > t_on)
 			on_samples++;
