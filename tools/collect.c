@@ -104,7 +104,7 @@ struct plabel_agg {
  * Unwinding a dwarf snapshot takes far longer than collecting a sample,
  * and on arrival it competes with the profiled program for the CPUs: the
  * reader falls behind and records are lost. So the snapshots (registers
- * and stack copy, some 8 KiB a sample) are appended to an unlinked
+ * and stack copy, up to 8 KiB a sample) are appended to an unlinked
  * temporary file and unwound at the end, in arrival order; the sample in
  * memory keeps the chain the record itself carries until then. The file
  * is the bytes written so far, then wbuf: what could not be written yet,
