@@ -114,6 +114,7 @@ long plabel_live_tasks(void);
  * (current), but inside a tracepoint probe: preemption is disabled, so they
  * must not sleep (no GFP_KERNEL, no faulting user access; use
  * copy_from_user_nofault()). The others run in process context.
+ * on_clone returns whether the running session samples the child.
  */
 int plabel_session_init(void);
 void plabel_session_exit(void);

@@ -345,9 +345,11 @@ static void plabel_probe_newtask(void *data, struct task_struct *child,
 	/* a stack top is kept only for tasks a session samples */
 	if (plabel_session_on_clone(child, clone_flags, set, parent_top))
 		top = plabel_child_stack_top(child, parent_top);
+	/* without memory for the stack top, only the snapshots grow */
 	if ((set || slot || top) &&
 	    IS_ERR(plabel_task_alloc(child, slot, set, top,
-				     GFP_ATOMIC | __GFP_NOWARN)))
+				     GFP_ATOMIC | __GFP_NOWARN)) &&
+	    (set || slot))
 		atomic_inc(&plabel_inherit_failed);
 	plabel_set_put(set);
 }
