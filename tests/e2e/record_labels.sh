@@ -79,6 +79,11 @@ t_ok "fp: thread creation by spawn_workers under phase=spawn" \
 
 D=$E2E_OUT/workers-dwarf
 t_ok "record -g dwarf exits 0" e2e_record "$D" -F 250 -g dwarf -- "$E2E_BIN/workers" 200
+# the kernel copies a thread's stack only up to where the thread started:
+# enough to unwind all the way out
+t_ok "dwarf: burn_alpha <- worker_main <- start_thread <- clone3" \
+	e2e_trace "$D/cpu.pb.gz" "worker: +alpha" burn_alpha worker_main \
+	start_thread "__clone3|clone3"
 e2e_pprof -traces "$D/threadcreate.pb.gz" | sed 's/^/# /'
 t_ok "thread creation by spawn_workers under phase=spawn" \
 	e2e_trace "$D/threadcreate.pb.gz" "phase: +spawn" \
