@@ -2,14 +2,14 @@
 /*
  * Per-task label state and the task lifetime hooks.
  *
- * A thread that has labels or a registered slot has an entry in
- * plabel_tasks, keyed by its task_struct pointer:
+ * A thread that has labels, a registered slot or a known stack top has an
+ * entry in plabel_tasks, keyed by its task_struct pointer:
  *
- *   slot  user address of a __u64 holding a set id (0: none)
- *   set   the kernel-stored set (one reference), or NULL
+ *   slot       user address of a __u64 holding a set id (0: none)
+ *   set        the kernel-stored set (one reference), or NULL
  *   stack_top  where the thread's user stack ends (0: not known), kept for
- *         threads created while a session samples their process, so that
- *         a stack snapshot stops there (sample.c)
+ *              threads created while a session samples their process, so
+ *              that a stack snapshot stops there (sample.c)
  *
  * Only the task itself changes or removes its entry (ioctls, exec and exit
  * probes, all running as current), except that the creator fills in a new
