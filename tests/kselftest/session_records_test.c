@@ -769,6 +769,12 @@ static int stopped_at_page(const struct plabel_rec_sample *r, uint64_t rsp,
 	       (!r->stack_size || ((rsp + r->stack_size) & 4095) == 0);
 }
 
+/* The stack pointer of a record carrying registers. */
+static uint64_t snap_rsp(struct plabel_rec_sample *r)
+{
+	return (su_ips(r) + r->nr_kernel + r->nr_user)[PLABEL_REG_RSP];
+}
+
 struct snap_burner {
 	pid_t tid;
 	uint64_t fsbase;	/* the thread's FS base */
@@ -863,7 +869,7 @@ TEST(dwarf_snapshot_ends_at_stack_top)
 		     h->type != PLABEL_REC_THREAD) ||
 		    !(r->flags & PLABEL_SAMPLE_REGS))
 			continue;
-		rsp = (su_ips(r) + r->nr_kernel + r->nr_user)[PLABEL_REG_RSP];
+		rsp = snap_rsp(r);
 		if (r->tid == (uint32_t)me) {
 			/* the harness's frames take far less than SNAP */
 			int thr = h->type == PLABEL_REC_THREAD;
@@ -930,6 +936,89 @@ TEST(dwarf_snapshot_ends_at_stack_top)
 	EXPECT_EQ(0, b[0].full);
 	EXPECT_EQ(0, b[2].full);
 	EXPECT_LE(b[1].n * 9 / 10, b[1].full);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/*
+ * A process forked by such a thread goes on on a copy of its stack: its
+ * snapshots stop where the thread's did, not at the FS base it inherited.
+ */
+static void *fork_thread(void *arg)
+{
+	struct snap_burner *b = arg;
+	volatile int here = 0;
+	unsigned long fs = 0;
+	pid_t pid;
+
+	b->local = (uintptr_t)&here;
+	syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+	b->fsbase = fs;
+	pid = fork();
+	if (pid == 0) {
+		su_burn_cpu(200000000);
+		_exit(0);
+	}
+	b->tid = pid;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return NULL;
+}
+
+TEST(dwarf_snapshot_end_survives_fork)
+{
+	struct snap_burner b = { 0 };
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	pthread_t t;
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_TREE,
+				   PLABEL_CALLCHAIN_DWARF, 0, 999, SNAP));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	ASSERT_EQ(0, pthread_create(&t, NULL, fork_thread, &b));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, su_reader_join(&rd));
+	st = rd.st;
+	su_check(&st);
+	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	ASSERT_LT(0, b.tid);
+	/* where the child's snapshots end: the first copy not cut by a fault */
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type == PLABEL_REC_SAMPLE && r->pid == (uint32_t)b.tid &&
+		    (r->flags & PLABEL_SAMPLE_REGS) && !b.end &&
+		    !stopped_at_page(r, snap_rsp(r), SNAP))
+			b.end = snap_rsp(r) + r->stack_size;
+	}
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+		uint64_t rsp;
+
+		if (h->type != PLABEL_REC_SAMPLE || r->pid != (uint32_t)b.tid ||
+		    !(r->flags & PLABEL_SAMPLE_REGS))
+			continue;
+		rsp = snap_rsp(r);
+		b.n++;
+		if (rsp + r->stack_size == b.end ||
+		    stopped_at_page(r, rsp, b.end - rsp))
+			b.ok++;
+		else
+			TH_LOG("child: rsp %#llx end %#llx size %u",
+			       (unsigned long long)rsp,
+			       (unsigned long long)b.end, r->stack_size);
+	}
+	ASSERT_LT(20, b.n);
+	EXPECT_EQ(b.n, b.ok);
+	EXPECT_LT(b.local, b.end);
+	EXPECT_GT(b.fsbase, b.end);
 	su_stream_free(&st);
 	close(fd);
 }
