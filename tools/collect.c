@@ -170,6 +170,7 @@ struct plabel_collect {
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
 	struct plabel_itab proc_tab;	/* by pid */
+	size_t last_proc;	/* 1 + index of the last one looked up, or 0 */
 	/*
 	 * Processes sampled in the buffer being fed with no mappings known
 	 * for the image the sample ran in: the kernel's mapping records
@@ -519,14 +520,18 @@ static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 	return 0;
 }
 
-/* A word at a time: cheap next to the memory it saves. */
-static uint64_t plabel_chain_hash(const uint64_t *ips, size_t n, uint32_t nk)
+/*
+ * A word at a time: cheap next to the memory it saves. ips is n u64s, as
+ * bytes: a record's chain is hashed where it lies in the read buffer.
+ */
+static uint64_t plabel_chain_hash(const void *ips, size_t n, uint32_t nk)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n;
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n, ip;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		h = (h ^ ips[i]) * 0x9e3779b97f4a7c15ULL;
+		memcpy(&ip, (const uint8_t *)ips + i * sizeof(ip), sizeof(ip));
+		h = (h ^ ip) * 0x9e3779b97f4a7c15ULL;
 		h ^= h >> 32;
 	}
 	return h;
@@ -606,18 +611,24 @@ static uint64_t plabel_proc_hash_at(const struct plabel_collect *c, size_t j)
 static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
 					   uint32_t pid)
 {
-	uint64_t h = plabel_hash2(pid, 0);
 	struct plabel_proc *p;
+	uint64_t h;
 	size_t i;
 
+	/* runs of records from one process are the rule */
+	if (c->last_proc && c->procs[c->last_proc - 1].pid == pid)
+		return &c->procs[c->last_proc - 1];
+	h = plabel_hash2(pid, 0);
 	if (plabel_itab_reserve(&c->proc_tab, c->nprocs, plabel_proc_hash_at,
 				c))
 		return NULL;
 	for (i = h & (c->proc_tab.cap - 1); c->proc_tab.tab[i];
 	     i = (i + 1) & (c->proc_tab.cap - 1)) {
 		p = &c->procs[c->proc_tab.tab[i] - 1];
-		if (p->pid == pid)
+		if (p->pid == pid) {
+			c->last_proc = c->proc_tab.tab[i];
 			return p;
+		}
 	}
 	if (plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
 		return NULL;
@@ -625,6 +636,7 @@ static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	c->proc_tab.tab[i] = c->nprocs;
+	c->last_proc = c->nprocs;
 	return p;
 }
 
@@ -634,10 +646,10 @@ static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)
 }
 
 /*
- * The index of the chain of nk kernel and nu user addresses ips, stored if
- * new. 0 or -ENOMEM.
+ * The index of the chain of nk kernel and nu user addresses ips (u64s,
+ * any alignment), stored if new. 0 or -ENOMEM.
  */
-static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
+static int plabel_chain_get(struct plabel_collect *c, const void *ips,
 			    uint32_t nk, uint32_t nu, uint32_t *idx)
 {
 	size_t n = (size_t)nk + nu, i;
@@ -651,7 +663,7 @@ static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
 	     i = (i + 1) & (c->chain_tab.cap - 1)) {
 		ch = c->chains[c->chain_tab.tab[i] - 1];
 		if (ch->hash == h && ch->nk == nk && ch->nu == nu &&
-		    (!n || !memcmp(ch->ips, ips, n * sizeof(*ips)))) {
+		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
 			*idx = c->chain_tab.tab[i] - 1;
 			return 0;
 		}
@@ -667,11 +679,33 @@ static int plabel_chain_get(struct plabel_collect *c, const uint64_t *ips,
 	ch->nk = nk;
 	ch->nu = nu;
 	if (n)		/* ips may be NULL then */
-		memcpy(ch->ips, ips, n * sizeof(*ips));
+		memcpy(ch->ips, ips, n * sizeof(uint64_t));
 	*idx = c->nchains;
 	c->chains[c->nchains++] = ch;
 	c->chain_tab.tab[i] = c->nchains;
 	return 0;
+}
+
+/*
+ * The index of the chain of the nk kernel addresses kips (u64s, any
+ * alignment) followed by the nu user addresses user, stored if new. 0 or
+ * -ENOMEM.
+ */
+static int plabel_chain_join(struct plabel_collect *c, const void *kips,
+			     size_t nk, const uint64_t *user, size_t nu,
+			     uint32_t *idx)
+{
+	if (nk + nu > c->chainbuf_cap) {
+		uint64_t *nb = realloc(c->chainbuf, (nk + nu) * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		c->chainbuf = nb;
+		c->chainbuf_cap = nk + nu;
+	}
+	memcpy(c->chainbuf, kips, nk * sizeof(*c->chainbuf));
+	memcpy(c->chainbuf + nk, user, nu * sizeof(*user));
+	return plabel_chain_get(c, c->chainbuf, nk, nu, idx);
 }
 
 /*
@@ -881,7 +915,7 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 			       uint32_t *chain)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
-	size_t nk = h->nr_kernel, nu = h->nr_user, i;
+	size_t nk = h->nr_kernel, nu = h->nr_user;
 	const uint64_t *user = NULL;
 	int nunw;
 
@@ -903,20 +937,10 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 			nu = nunw;
 		}
 	}
-	if (nk + nu > c->chainbuf_cap) {
-		uint64_t *nb = realloc(c->chainbuf, (nk + nu) * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		c->chainbuf = nb;
-		c->chainbuf_cap = nk + nu;
-	}
-	for (i = 0; i < nk; i++)
-		c->chainbuf[i] = plabel_dec_ip(r, i);
-	for (i = 0; i < nu; i++)
-		c->chainbuf[nk + i] = user ? user[i] :
-					     plabel_dec_ip(r, nk + i);
-	return plabel_chain_get(c, c->chainbuf, nk, nu, chain);
+	/* the kernel's chain as it is in the record */
+	if (!user)
+		return plabel_chain_get(c, r->u.sample.ips, nk, nu, chain);
+	return plabel_chain_join(c, r->u.sample.ips, nk, user, nu, chain);
 }
 
 static int plabel_add_sample(struct plabel_collect *c,
@@ -1032,18 +1056,7 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 		return nunw;
 	if (nunw <= 0 || (size_t)nunw < ch->nu)
 		return 0;
-	if (ch->nk + (size_t)nunw > c->chainbuf_cap) {
-		uint64_t *nb = realloc(c->chainbuf,
-				       (ch->nk + nunw) * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		c->chainbuf = nb;
-		c->chainbuf_cap = ch->nk + nunw;
-	}
-	memcpy(c->chainbuf, ch->ips, ch->nk * sizeof(*ch->ips));
-	memcpy(c->chainbuf + ch->nk, c->ipbuf, nunw * sizeof(*c->ipbuf));
-	return plabel_chain_get(c, c->chainbuf, ch->nk, nunw, &s->chain);
+	return plabel_chain_join(c, ch->ips, ch->nk, c->ipbuf, nunw, &s->chain);
 }
 
 /* Unwind every pending sample, in arrival order: the spool's order. */
