@@ -22,9 +22,11 @@ $(TOOLS_LIB): $(TOOLS_LIB_OBJS) $(PROTO_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# Symbols bound at start (-z now): not at their first call, while the
+# profiled program runs.
 $(PLABEL_BIN): $(B)/tools/main.o $(TOOLS_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
+	$(CC) $(LDFLAGS) -Wl,-z,now -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
 
 ALL_TARGETS	+= $(PLABEL_BIN)
 

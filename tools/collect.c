@@ -162,6 +162,7 @@ struct plabel_collect {
 	unsigned int flags;
 	uint64_t period_ns;
 	struct plabel_collect_stats st;
+	struct plabel_dec_rec *rec;	/* the record being collected */
 
 	struct plabel_lset *lsets;
 	size_t nlsets, lsets_cap;
@@ -212,6 +213,12 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 
 	if (!c)
 		return NULL;
+	/* once, not for every buffer collected */
+	c->rec = malloc(sizeof(*c->rec));
+	if (!c->rec) {
+		free(c);
+		return NULL;
+	}
 	c->syms = syms;
 	c->flags = flags;
 	c->period_ns = 10000000;
@@ -269,6 +276,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->spool.wbuf);
 	free(c->spool.rbuf);
 	free(c->spool.stack);
+	free(c->rec);
 	free(c);
 }
 
@@ -1302,21 +1310,16 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 			  size_t len)
 {
-	struct plabel_dec_rec *r;
 	struct plabel_dec d;
 	int ret;
 
-	r = malloc(sizeof(*r));
-	if (!r)
-		return -ENOMEM;
 	plabel_dec_init(&d, buf, len);
-	while ((ret = plabel_dec_next(&d, r)) > 0) {
-		ret = plabel_collect_record(c, r);
+	while ((ret = plabel_dec_next(&d, c->rec)) > 0) {
+		ret = plabel_collect_record(c, c->rec);
 		if (ret)
 			break;
 	}
 	plabel_spool_sync(&c->spool);	/* buf is the caller's */
-	free(r);
 	if (plabel_maps_wanted(c) == -ENOMEM)
 		ret = -ENOMEM;
 	if (ret == -EBADMSG)
