@@ -81,6 +81,13 @@ void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len)
 	w->len += len;
 }
 
+/* Leave len bytes for plabel_wr_patch() to fill in before the commit. */
+void plabel_wr_skip(struct plabel_wr *w, u32 len)
+{
+	if (likely(len <= w->max - w->len))
+		w->len += len;
+}
+
 void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len)
 {
 	if (unlikely(off > w->len || len > w->len - off))

@@ -226,7 +226,8 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 
 	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs, snap, snap_size)))
 		return false;
-	plabel_wr_put(&w, rec, sizeof(*rec));
+	/* the fixed part last, once its counts are known */
+	plabel_wr_skip(&w, sizeof(*rec));
 	if (kregs)
 		rec->nr_kernel = plabel_kernel_chain(&w, kregs);
 	if (uregs) {
@@ -302,7 +303,9 @@ static u32 plabel_sample_weight(struct plabel_session *s,
 
 	if (last && expiry > last) {
 		n = div64_u64(expiry - last + s->period_ns / 2, s->period_ns);
-		n = plabel_periods_ran(s, c, last, expiry, n);
+		/* on time: one, without reading the clocks */
+		if (n > 1)
+			n = plabel_periods_ran(s, c, last, expiry, n);
 	}
 	c->last_expiry = expiry;
 	c->last_task = current;

@@ -131,6 +131,7 @@ int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node);
 void plabel_ring_free(struct plabel_ring *r);
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max);
 void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len);
+void plabel_wr_skip(struct plabel_wr *w, u32 len);
 u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
 void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len);
 void plabel_wr_commit(struct plabel_wr *w);
