@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -554,6 +555,12 @@ int plabel_cmd_record(int argc, char **argv)
 		return 1;
 	}
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
+	/*
+	 * One malloc arena: the reading and the collecting thread take
+	 * turns, and a second arena would be set up by the collector's first
+	 * allocation, while the profiled program runs.
+	 */
+	mallopt(M_ARENA_MAX, 1);
 	/* the first read()'s buffer, before the worker shares the list */
 	st.spare = plabel_qbuf_new();
 	if (st.spare) {
