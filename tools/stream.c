@@ -14,6 +14,14 @@ void plabel_dec_init(struct plabel_dec *d, const void *buf, size_t len)
 	d->pos = 0;
 }
 
+uint64_t plabel_dec_ip(const struct plabel_dec_rec *rec, size_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, rec->u.sample.ips + i * sizeof(v), sizeof(v));
+	return v;
+}
+
 static int plabel_dec_labelset(struct plabel_dec_rec *rec)
 {
 	struct plabel_rec_labelset ls;

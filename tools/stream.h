@@ -14,7 +14,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "plabel_uapi.h"
 
@@ -71,13 +70,6 @@ void plabel_dec_init(struct plabel_dec *d, const void *buf, size_t len);
 int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec);
 
 /* ips[i] of a decoded SAMPLE/THREAD record; i < nr_kernel + nr_user. */
-static inline uint64_t plabel_dec_ip(const struct plabel_dec_rec *rec,
-				     size_t i)
-{
-	uint64_t v;
-
-	memcpy(&v, rec->u.sample.ips + i * sizeof(v), sizeof(v));
-	return v;
-}
+uint64_t plabel_dec_ip(const struct plabel_dec_rec *rec, size_t i);
 
 #endif /* PLABEL_TOOLS_STREAM_H */
