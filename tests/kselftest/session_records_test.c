@@ -57,6 +57,17 @@ static int chain_has(struct plabel_rec_sample *s, uint64_t ip)
 #define FOR_EACH_REC(st, h, off) \
 	for (off = 0; (h = su_next(st, &off));)
 
+/*
+ * After the session stopped: the reader's whole stream in *out, every
+ * record's size checked against its type. Asserts, so only in a test body.
+ */
+#define READ_STREAM(rdr, out) do {					\
+		ASSERT_EQ(0, su_reader_join(rdr));			\
+		*(out) = (rdr)->st;					\
+		su_check(out);						\
+		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
+	} while (0)
+
 /* --- every record type ------------------------------------------------- */
 
 static uint64_t clone_ret;	/* return address into spawn_outer */
@@ -185,10 +196,7 @@ TEST(every_record_type)
 	ASSERT_EQ(0, thread_outer(&t));
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, su_stop(fd));
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 
 	sr = (struct plabel_rec_stream *)st.buf;
 	ASSERT_EQ((uint32_t)PLABEL_REC_STREAM, sr->hdr.type);
@@ -384,10 +392,7 @@ TEST(labels_follow_threads)
 	ASSERT_EQ(0, su_stop(fd));
 	ASSERT_EQ(0, k.err);
 	ASSERT_EQ(0, s.err);
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 
 	FOR_EACH_REC(&st, h, off) {
 		struct plabel_rec_sample *r = (void *)h;
@@ -529,10 +534,7 @@ TEST(accuracy_three_to_one)
 		ASSERT_EQ(0, su_stop(fd));
 		calls1 = su_read_num(SU_DEBUGFS "handler_calls");
 		ns1 = su_read_num(SU_DEBUGFS "handler_ns_total");
-		ASSERT_EQ(0, su_reader_join(&rd));
-		st = rd.st;
-		su_check(&st);
-		ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+		READ_STREAM(&rd, &st);
 		EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
 		nhi = nlo = 0;
 		FOR_EACH_REC(&st, h, off) {
@@ -624,10 +626,7 @@ TEST(fp_chain_has_callers)
 	ASSERT_EQ(0, su_stop(fd));
 	su_cost_snap(&c1);
 	TH_LOG("%s", su_cost_str(&c0, &c1, cbuf, sizeof(cbuf)));
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 	FOR_EACH_REC(&st, h, off) {
 		struct plabel_rec_sample *r = (void *)h;
 
@@ -671,10 +670,7 @@ TEST(dwarf_regs_and_stack)
 	ASSERT_EQ(0, su_stop(fd));
 	su_cost_snap(&c1);
 	TH_LOG("%s", su_cost_str(&c0, &c1, cbuf, sizeof(cbuf)));
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 	EXPECT_EQ((uint32_t)PLABEL_CALLCHAIN_DWARF,
 		  ((struct plabel_rec_stream *)st.buf)->callchain);
 	FOR_EACH_REC(&st, h, off) {
@@ -857,10 +853,7 @@ TEST(dwarf_snapshot_ends_at_stack_top)
 	ASSERT_EQ(0, su_stop(fd));
 	stop = 1;
 	pthread_join(t[2], NULL);
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 	FOR_EACH_REC(&st, h, off) {
 		struct plabel_rec_sample *r = (void *)h;
 		uint64_t rsp, want;
@@ -984,10 +977,7 @@ TEST(dwarf_snapshot_end_survives_fork)
 	ASSERT_EQ(0, pthread_create(&t, NULL, fork_thread, &b));
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, su_stop(fd));
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 	ASSERT_LT(0, b.tid);
 	/* where the child's snapshots end: the first copy not cut by a fault */
 	FOR_EACH_REC(&st, h, off) {
@@ -1080,10 +1070,7 @@ TEST(many_short_lived)
 		waitpid(pids[i], &status, 0);
 	}
 	ASSERT_EQ(0, su_stop(fd));
-	ASSERT_EQ(0, su_reader_join(&rd));
-	st = rd.st;
-	su_check(&st);
-	ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	READ_STREAM(&rd, &st);
 	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
 	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_SAMPLE));
 	for (i = 0; i < NTHREADS; i++) {
