@@ -110,10 +110,14 @@ struct plabel_agg {
  * is the bytes written so far, then wbuf: what could not be written yet,
  * or at all (a full disk), stays there and is read from there.
  *
- * The snapshots of a buffer being fed are not copied: they are written
- * from the buffer itself with pwritev() once it has been fed (while its
- * caller still holds it), each behind its plabel_spool_ent in ents. wbuf
- * keeps room for all of them, to take what a failed write leaves.
+ * The first PLABEL_SPOOL_BUF bytes of snapshots are only copied to wbuf:
+ * a short recording, or one whose only snapshots are thread creations,
+ * neither creates the file nor writes it while the program runs. After
+ * that, the snapshots of a buffer being fed are not copied: they are
+ * written from the buffer itself with pwritev() once it has been fed
+ * (while its caller still holds it), each behind its plabel_spool_ent in
+ * ents. wbuf keeps room for all of them, to take what a failed write
+ * leaves.
  */
 struct plabel_spool_ent {
 	uint32_t stack_size;	/* bytes after this, padded to 8 */
@@ -840,8 +844,12 @@ static int plabel_spool_add(struct plabel_spool *sp,
 	size_t pad = ((ssz + 7) & ~7UL) - ssz;
 	size_t sz = sizeof(struct plabel_spool_ent) + ssz + pad;
 	struct plabel_spool_ent *e;
+	int copy;
 
-	if (plabel_spool_open(sp))
+	if (sp->fd < 0 && sp->wlen + sz > PLABEL_SPOOL_BUF &&
+	    plabel_spool_open(sp))
+		return -1;
+	if (sp->broken)
 		return -1;
 	if (sp->niov + 3 > PLABEL_SPOOL_IOV)
 		plabel_spool_sync(sp);
@@ -849,12 +857,13 @@ static int plabel_spool_add(struct plabel_spool *sp,
 		return -1;
 	if (plabel_spool_reserve(sp, sz))
 		return -1;
-	e = sp->wlen ? (struct plabel_spool_ent *)(sp->wbuf + sp->wlen) :
-		       &sp->ents[sp->nents++];
+	copy = sp->wlen || sp->fd < 0;
+	e = copy ? (struct plabel_spool_ent *)(sp->wbuf + sp->wlen) :
+		   &sp->ents[sp->nents++];
 	memset(e, 0, sizeof(*e));
 	e->stack_size = ssz;
 	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
-	if (sp->wlen) {
+	if (copy) {
 		memcpy(e + 1, r->u.sample.stack, ssz);
 		memset((uint8_t *)(e + 1) + ssz, 0, pad);
 		sp->wlen += sz;
@@ -967,7 +976,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 	p = plabel_proc_get(c, h->pid);
 	if (!p)
 		return -ENOMEM;
-	if (r->u.sample.has_regs && !plabel_spool_open(&c->spool))
+	if (r->u.sample.has_regs && !c->spool.broken)
 		defer = 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read

@@ -279,21 +279,28 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 
 /*
  * The collector unwinds snapshots at the end, against every mapping
- * recorded by then; with no usable temporary directory it unwinds them
- * on arrival instead, still keeping the sample.
+ * recorded by then. The first MiB of them it keeps in memory; past that,
+ * with no usable temporary directory, it unwinds them on arrival instead,
+ * still keeping the sample.
  */
 TEST(collect_unwinds_at_the_end)
 {
 	struct plabel_snap *s = calloc(1, sizeof(*s));
 	const char *tmp = getenv("TMPDIR");
 	char *saved = tmp ? strdup(tmp) : NULL;
+	size_t per;
 
 	ASSERT_NE(NULL, s);
 	plabel_run_chain(s, stack_end());
+	/* a snapshot in the spool: its registers, then its stack padded */
+	per = 8 + 8 * PLABEL_REGS_NR + ((s->stack_size + 7) & ~7UL);
+	ASSERT_LT(per * 8, 1U << 20);
 	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1));
 	setenv("TMPDIR", "/nonexistent/plabel-test", 1);
+	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1));
 	/* on arrival no mapping is known yet: the leaf at least */
-	EXPECT_EQ(0, collect_snapshots(_metadata, s, 1));
+	EXPECT_EQ((int64_t)((1U << 20) / per),
+		  collect_snapshots(_metadata, s, (1U << 20) / per + 8));
 	if (saved)
 		setenv("TMPDIR", saved, 1);
 	else
@@ -303,11 +310,12 @@ TEST(collect_unwinds_at_the_end)
 }
 
 /*
- * Many snapshots in one buffer are written in several batches. When the
- * spool file cannot grow past 1 MiB (RLIMIT_FSIZE: a short write, then
- * EFBIG), what the failed batch could not write stays in memory and is
- * unwound at the end with the rest; then the spool takes what its memory
- * holds, and later samples are unwound on arrival. None is lost.
+ * Many snapshots in one buffer: the first MiB is kept in memory, then
+ * written at once, and the rest in batches of 256. When the spool file
+ * cannot grow past 1 MiB (RLIMIT_FSIZE: a short write, then EFBIG), what
+ * the failed batch could not write stays in memory and is unwound at the
+ * end with the rest; then the spool takes what its memory holds, and
+ * later samples are unwound on arrival. None is lost.
  */
 TEST(collect_spools_many_and_survives_a_full_file)
 {
@@ -323,7 +331,7 @@ TEST(collect_spools_many_and_survives_a_full_file)
 	oldsig = signal(SIGXFSZ, SIG_IGN);
 	lim.rlim_max = old.rlim_max;
 	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
-	/* the first batch (256), a quarter of it written, all unwound */
+	/* the first MiB and the next batch, all unwound at the end */
 	EXPECT_LE(256, collect_snapshots(_metadata, s, 600));
 	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
 	signal(SIGXFSZ, oldsig);
