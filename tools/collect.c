@@ -71,6 +71,7 @@ struct plabel_cblock {
 };
 
 #define PLABEL_CBLOCK_BYTES	(256U << 10)
+#define PLABEL_PREFAULT_CHAINS	(32U << 10)	/* of the first block, touched ahead */
 
 struct plabel_csample {
 	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
@@ -127,6 +128,8 @@ struct plabel_spool_ent {
 
 #define PLABEL_SPOOL_BUF	(1U << 20)
 #define PLABEL_SPOOL_IOV	768	/* 3 a snapshot, at most IOV_MAX */
+/* Touched ahead (plabel_collect_prefault): some thread creations' worth */
+#define PLABEL_PREFAULT_SPOOL	(64U << 10)
 
 struct plabel_spool {
 	int fd;			/* -1: not opened (yet) */
@@ -209,27 +212,6 @@ struct plabel_collect {
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
 	uint32_t skip_pid;	/* 0: none */
 };
-
-struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
-					  unsigned int flags)
-{
-	struct plabel_collect *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	/* once, not for every buffer collected */
-	c->rec = malloc(sizeof(*c->rec));
-	if (!c->rec) {
-		free(c);
-		return NULL;
-	}
-	c->syms = syms;
-	c->flags = flags;
-	c->period_ns = 10000000;
-	c->spool.fd = -1;
-	c->fold_at = PLABEL_FOLD_BATCH;
-	return c;
-}
 
 static void plabel_proc_free(struct plabel_proc *p)
 {
@@ -877,6 +859,73 @@ static int plabel_spool_add(struct plabel_spool *sp,
 	sp->iov[sp->niov++].iov_len = pad;
 	sp->iovlen += sz;
 	return 0;
+}
+
+/*
+ * Touch n bytes at p, one write a page: fresh memory is a page fault and
+ * the kernel clearing the page on first touch.
+ */
+static void plabel_touch(void *p, size_t n)
+{
+	volatile uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i += 4096)
+		b[i] = 0;
+}
+
+/*
+ * The tables the first records fill, allocated and their first pages
+ * touched when the collector is made: plabel record makes it before the
+ * profiled program starts, which would otherwise pay for those page
+ * faults while the reader takes turns with it (0.9 ms of a 1.5 s run
+ * under instruction counting). They grow as they did. 0 or -ENOMEM.
+ */
+static int plabel_collect_prefault(struct plabel_collect *c)
+{
+	if (plabel_grow(&c->procs, &c->procs_cap, 0, sizeof(*c->procs)) ||
+	    plabel_grow(&c->chains, &c->chains_cap, 0, sizeof(*c->chains)) ||
+	    plabel_grow(&c->samples, &c->samples_cap, 0,
+			sizeof(*c->samples)) ||
+	    plabel_itab_reserve(&c->proc_tab, 0, plabel_proc_hash_at, c) ||
+	    plabel_itab_reserve(&c->chain_tab, 0, plabel_chain_hash_at, c) ||
+	    plabel_spool_reserve(&c->spool, PLABEL_PREFAULT_SPOOL) ||
+	    !plabel_chain_alloc(c, 0))
+		return -ENOMEM;
+	c->cblocks->used = 0;	/* it was only for the block */
+	plabel_touch(c->procs, c->procs_cap * sizeof(*c->procs));
+	plabel_touch(c->chains, c->chains_cap * sizeof(*c->chains));
+	plabel_touch(c->samples, c->samples_cap * sizeof(*c->samples));
+	plabel_touch(c->proc_tab.tab, c->proc_tab.cap * sizeof(uint32_t));
+	plabel_touch(c->chain_tab.tab, c->chain_tab.cap * sizeof(uint32_t));
+	plabel_touch(c->cblocks->data, PLABEL_PREFAULT_CHAINS);
+	plabel_touch(c->spool.wbuf, PLABEL_PREFAULT_SPOOL);
+	return 0;
+}
+
+struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
+					  unsigned int flags)
+{
+	struct plabel_collect *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	/* once, not for every buffer collected */
+	c->rec = malloc(sizeof(*c->rec));
+	if (!c->rec) {
+		free(c);
+		return NULL;
+	}
+	c->syms = syms;
+	c->flags = flags;
+	c->period_ns = 10000000;
+	c->spool.fd = -1;
+	c->fold_at = PLABEL_FOLD_BATCH;
+	if (plabel_collect_prefault(c)) {
+		plabel_collect_free(c);
+		return NULL;
+	}
+	return c;
 }
 
 /* Read the next n bytes of the spool into dst. 0 or -EIO. */
