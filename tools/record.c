@@ -554,7 +554,8 @@ int plabel_cmd_record(int argc, char **argv)
 		close(st.fd);
 		return 1;
 	}
-	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS;
+	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS |
+		PLABEL_COLLECT_PREFAULT;
 	/*
 	 * One malloc arena: the reading and the collecting thread take
 	 * turns, and a second arena would be set up by the collector's first

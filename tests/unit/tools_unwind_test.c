@@ -194,10 +194,12 @@ static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
  * collector, its mappings recorded only after them (as MMAP records can
  * arrive): every one must be in the profile; returns how many were
  * unwound through the whole chain (whose functions the profile names, in
- * order), which takes the mappings recorded after them.
+ * order), which takes the mappings recorded after them. flags: the
+ * collector's.
  */
 static int64_t collect_snapshots(struct __test_metadata *_metadata,
-				 struct plabel_snap *s, size_t nsamp)
+				 struct plabel_snap *s, size_t nsamp,
+				 unsigned int flags)
 {
 	static const char *const want[] = {
 		"plabel_snap_take", "plabel_chain_c", "plabel_chain_b",
@@ -249,7 +251,7 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 		memcpy(rm + 1, maps[i].path, pl);
 	}
 	plabel_maps_free(maps, n);
-	c = plabel_collect_new(syms, 0);
+	c = plabel_collect_new(syms, flags);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, buf, len));
 	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
@@ -295,12 +297,12 @@ TEST(collect_unwinds_at_the_end)
 	/* a snapshot in the spool: its registers, then its stack padded */
 	per = 8 + 8 * PLABEL_REGS_NR + ((s->stack_size + 7) & ~7UL);
 	ASSERT_LT(per * 8, 1U << 20);
-	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1));
+	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1, 0));
 	setenv("TMPDIR", "/nonexistent/plabel-test", 1);
-	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1));
+	EXPECT_EQ(1, collect_snapshots(_metadata, s, 1, 0));
 	/* on arrival no mapping is known yet: the leaf at least */
 	EXPECT_EQ((int64_t)((1U << 20) / per),
-		  collect_snapshots(_metadata, s, (1U << 20) / per + 8));
+		  collect_snapshots(_metadata, s, (1U << 20) / per + 8, 0));
 	if (saved)
 		setenv("TMPDIR", saved, 1);
 	else
@@ -326,13 +328,16 @@ TEST(collect_spools_many_and_survives_a_full_file)
 	ASSERT_NE(NULL, s);
 	plabel_run_chain(s, stack_end());
 	ASSERT_LT(4096U, s->stack_size);	/* 600 of them: some MiB */
-	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600));
+	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600, 0));
+	/* with its first tables made ahead, as plabel record makes them */
+	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600,
+					 PLABEL_COLLECT_PREFAULT));
 	ASSERT_EQ(0, getrlimit(RLIMIT_FSIZE, &old));
 	oldsig = signal(SIGXFSZ, SIG_IGN);
 	lim.rlim_max = old.rlim_max;
 	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
 	/* the first MiB and the next batch, all unwound at the end */
-	EXPECT_LE(256, collect_snapshots(_metadata, s, 600));
+	EXPECT_LE(256, collect_snapshots(_metadata, s, 600, 0));
 	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
 	signal(SIGXFSZ, oldsig);
 	free(s);
