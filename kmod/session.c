@@ -155,7 +155,9 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 
 /*
  * Queue a scan of current's executable mappings unless this CPU scanned the
- * same mm (same number of mappings, no exec since) recently. Interrupts off.
+ * same mm recently: with as many executable pages (mm->exec_vm: a dlopen()
+ * or dlclose() changes it, a new thread's stack does not) and no exec
+ * since. Interrupts off.
  * When every pending slot is taken nothing is remembered, so a later sample
  * tries again.
  */
@@ -163,7 +165,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 			    u64 time_ns)
 {
 	struct mm_struct *mm = current->mm;
-	int map_count = READ_ONCE(mm->map_count);
+	unsigned long exec_vm = READ_ONCE(mm->exec_vm);
 	u32 seq = atomic_read(&s->exec_seq);
 	struct plabel_mm_ref *e;
 	unsigned int i;
@@ -171,7 +173,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 	for (i = 0; i < PLABEL_MM_CACHE; i++) {
 		e = &c->cache[i];
 		if (e->mm == mm && e->tgid == current->tgid &&
-		    e->map_count == map_count && e->seq == seq)
+		    e->exec_vm == exec_vm && e->seq == seq)
 			return;
 	}
 	for (i = 0; i < PLABEL_MM_PENDING; i++) {
@@ -191,7 +193,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
 	e->mm = mm;
 	e->tgid = current->tgid;
-	e->map_count = map_count;
+	e->exec_vm = exec_vm;
 	e->seq = seq;
 }
 

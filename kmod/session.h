@@ -62,7 +62,7 @@ struct plabel_mm_ref {
 	struct task_struct *task;	/* pending only: for its root dir */
 	pid_t tgid;
 	u64 time_ns;		/* pending only: of the record that asked */
-	int map_count;		/* cache only */
+	unsigned long exec_vm;	/* cache only: executable pages */
 	u32 seq;		/* cache only: session exec_seq */
 };
 

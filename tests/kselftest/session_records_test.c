@@ -3,8 +3,10 @@
  * What a session records: every record type with the right contents, the
  * labels samples carry (kernel-stored, slot-switched, inherited), the 3:1
  * accuracy of the label split against the threads' own CPU time, both call
- * chain modes, and many short-lived threads and processes.
+ * chain modes, many short-lived threads and processes, and when a
+ * process's mappings are walked again.
  */
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -66,6 +68,20 @@ static int chain_has(struct plabel_rec_sample *s, uint64_t ip)
 		*(out) = (rdr)->st;					\
 		su_check(out);						\
 		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
+	} while (0)
+
+/*
+ * A session recording the thread creations of this process's tree (fd),
+ * and its reader. Skips without the module or root.
+ */
+#define START_THREADS_SESSION(fd, rdr) do {				\
+		NEED_ROOT();						\
+		(fd) = open(SU_DEV, O_RDONLY | O_CLOEXEC);		\
+		ASSERT_LE(0, (fd));					\
+		ASSERT_EQ(0, start_session((fd), PLABEL_TARGET_TREE,	\
+					   PLABEL_CALLCHAIN_FP,		\
+					   PLABEL_RECORD_THREADS, 0, 0)); \
+		ASSERT_EQ(0, su_reader_start((rdr), (fd)));		\
 	} while (0)
 
 /* --- every record type ------------------------------------------------- */
@@ -1033,13 +1049,7 @@ TEST(many_short_lived)
 	int tfound = 0, pfound = 0, gfound = 0, i, fd;
 	size_t off;
 
-	NEED_ROOT();
-	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_TREE,
-				   PLABEL_CALLCHAIN_FP,
-				   PLABEL_RECORD_THREADS, 0, 0));
-	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	START_THREADS_SESSION(fd, &rd);
 	for (i = 0; i < NTHREADS; i++) {
 		pthread_t t;
 
@@ -1102,6 +1112,77 @@ TEST(many_short_lived)
 	EXPECT_EQ(NTHREADS, tfound);
 	EXPECT_EQ(NPROCS, pfound);
 	EXPECT_EQ(NPROCS, gfound);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* --- mapping walks -------------------------------------------------------- */
+
+#define HELD 64
+
+static pthread_barrier_t held_barrier;
+
+static void *held_thread(void *arg)
+{
+	pthread_barrier_wait(&held_barrier);
+	return NULL;
+}
+
+/*
+ * A CPU walks a process's mappings again when the process's executable
+ * pages changed, not for every new thread (whose stack is a new mapping):
+ * HELD threads alive at once cost at most one walk a CPU, where a walk
+ * each would take 16 a CPU before the pending slots ran out. A library
+ * dlopen()ed after them has its MMAP record.
+ */
+TEST(mappings_walked_for_dlopen_not_threads)
+{
+	static pthread_t t[HELD];
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN), w0, w1;
+	struct su_stream st = { 0 };
+	struct plabel_rec_header *h;
+	struct su_reader rd;
+	pthread_attr_t attr;
+	pthread_t last;
+	int i, fd, found = 0;
+	size_t off;
+	void *lib;
+
+	START_THREADS_SESSION(fd, &rd);
+	usleep(150000);		/* the reader's creation walked, by a tick */
+	w0 = su_counter("mm_scans");
+	ASSERT_LE(0, w0);
+	ASSERT_EQ(0, pthread_barrier_init(&held_barrier, NULL, HELD + 1));
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 64 << 10));
+	for (i = 0; i < HELD; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], &attr, held_thread, NULL));
+	usleep(150000);		/* whatever they queued is walked */
+	w1 = su_counter("mm_scans");
+	EXPECT_GE(ncpus, w1 - w0) TH_LOG("%ld walks for %d threads",
+					 w1 - w0, HELD);
+	lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(NULL, lib) TH_LOG("%s", dlerror());
+	/* a new thread has the mappings looked at again */
+	ASSERT_EQ(0, pthread_create(&last, &attr, record_tid, NULL));
+	pthread_join(last, NULL);
+	pthread_barrier_wait(&held_barrier);
+	for (i = 0; i < HELD; i++)
+		pthread_join(t[i], NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rd, &st);
+	EXPECT_EQ(0U, su_count(&st, PLABEL_REC_LOST));
+	FOR_EACH_REC(&st, h, off) {
+		const struct plabel_rec_mmap *m = (const void *)h;
+
+		if (h->type == PLABEL_REC_MMAP && m->pid == (uint32_t)getpid() &&
+		    memmem(m + 1, m->path_len, "libz.so", 7))
+			found++;
+	}
+	EXPECT_LE(1, found);
+	dlclose(lib);
+	pthread_attr_destroy(&attr);
+	pthread_barrier_destroy(&held_barrier);
 	su_stream_free(&st);
 	close(fd);
 }
