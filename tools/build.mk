@@ -73,4 +73,12 @@ $(B)/tests/e2e/%: tests/e2e/progs/%.c $(wildcard tests/e2e/progs/*.h) $(LIB_A) t
 
 ALL_TARGETS	+= $(E2E_BINS)
 
+# The library tests/e2e/progs/dlopen.c loads.
+E2E_PLUGIN	:= $(B)/tests/e2e/libplugin.so
+$(E2E_PLUGIN): tests/e2e/plugin/plugin.c tests/e2e/progs/burn.h tools/build.mk
+	@mkdir -p $(@D)
+	$(CC) $(E2E_CFLAGS) -shared -fPIC -o $@ $<
+
+ALL_TARGETS	+= $(E2E_PLUGIN)
+
 -include fuzz/*.mk

@@ -8,8 +8,9 @@
 #   e2e_record DIR ARGS..        plabel record -o DIR ARGS.. (log in DIR.log)
 #   e2e_tag_pct FILE KEY VALUE   percentage `go tool pprof -tags` gives VALUE
 #   e2e_trace FILE LABEL_ERE F..  a `-traces` sample with a label line matching
-#                                LABEL_ERE and frames matching the EREs F.. in
-#                                order, leaf first (others may come between)
+#                                LABEL_ERE (any sample when empty) and frames
+#                                matching the EREs F.. in order, leaf first
+#                                (others may come between)
 
 . tests/lib.sh
 
@@ -69,7 +70,7 @@ e2e_trace() {
 	e2e_pprof -traces "$_f" | awk -v lab="$_lab" -v frames="$*" '
 		BEGIN { n = split(frames, want, " ") }
 		function check() { if (haslab && k > n) found = 1 }
-		/^-----------\+/ { check(); haslab = 0; k = 1; started = 1; next }
+		/^-----------\+/ { check(); haslab = lab == ""; k = 1; started = 1; next }
 		!started { next }
 		/^ *[A-Za-z0-9_.]+: / {
 			if ($0 ~ lab)
