@@ -11,7 +11,7 @@
 # BENCH_KERNEL (default 6.1), BENCH_REPS (default 3), BENCH_SPIN_MS
 # (default 1500: the unprofiled workload's wall time in the VM),
 # BENCH_ICOUNT (default 1; 0 skips the instruction-counting overhead run),
-# BENCH_ICOUNT_REPS (default 2).
+# BENCH_ICOUNT_REPS (default 5).
 
 set -u
 cd "$(dirname "$0")/.."
@@ -112,7 +112,7 @@ fi
 if [ "${BENCH_ICOUNT:-1}" = 1 ]; then
 	log "VM with instruction counting (1 vCPU): overhead; takes minutes"
 	rm -rf "$B/vm-icount"
-	PLABEL_BENCH_REPS=${BENCH_ICOUNT_REPS:-2} PLABEL_BENCH_PARTS=overhead \
+	PLABEL_BENCH_REPS=${BENCH_ICOUNT_REPS:-5} PLABEL_BENCH_PARTS=overhead \
 	PLABEL_BENCH_SPIN_MS=${BENCH_SPIN_MS:-1500} PLABEL_VM_ACCEL=icount \
 	PLABEL_VM_SMP=1 PLABEL_VM_QUIET=1 scripts/plabel-vm \
 		--kernel "${BENCH_KERNEL:-6.1}" --out "$B/vm-icount" \
