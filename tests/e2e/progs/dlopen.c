@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Loads a library after it started, with threads already running, and
- * spends its time in the library's plugin_spin(). Usage: dlopen LIBRARY
- * [MS] (default 400).
+ * Spends MS/4 in before_load(), so that its mappings are reported before
+ * the library is there; then, with threads already running, loads a
+ * library and spends MS in the library's plugin_spin(). Usage: dlopen
+ * LIBRARY [MS] (default 400).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -12,6 +13,17 @@
 #define THREADS 8
 
 static pthread_barrier_t plabel_hold;
+static volatile uint64_t plabel_sink;
+
+__attribute__((noinline)) static void before_load(int64_t ns)
+{
+	int64_t end = plabel_e2e_cpu_ns() + ns;
+	uint64_t x = 7;
+
+	while (plabel_e2e_cpu_ns() < end)
+		for (int i = 0; i < 100000; i++)
+			plabel_sink = x = x * 2862933555777941757ULL + 3;
+}
 
 static void *plabel_held(void *arg)
 {
@@ -31,6 +43,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dlopen LIBRARY [MS]\n");
 		return 2;
 	}
+	before_load(ns / 4);
 	/* threads first: their stacks are new mappings, the library not yet */
 	plabel_e2e_check(pthread_barrier_init(&plabel_hold, NULL, THREADS + 1),
 			 "pthread_barrier_init");
