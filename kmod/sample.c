@@ -312,6 +312,29 @@ static u32 plabel_sample_weight(struct plabel_session *s,
 	return clamp_t(u64, n, 1, PLABEL_WEIGHT_MAX);
 }
 
+/*
+ * The CPU time current has used, for PLABEL_SAMPLE_CPUTIME. The scheduler
+ * adds to sum_exec_runtime at ticks and switches; the time since, counted
+ * from exec_start, is added here where exec_start is on local_clock()'s
+ * scale (rq->clock_task equals rq->clock without interrupt or steal time
+ * accounting). update_curr() stores exec_start before the sum, so reading
+ * the sum first can only pair an old sum with a new start: a reading a
+ * little low, which the next one makes good, never a high one.
+ */
+static u64 plabel_task_cpu_ns(void)
+{
+	u64 sum = READ_ONCE(current->se.sum_exec_runtime);
+	u64 start, now;
+
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
+	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+		return sum;
+	smp_rmb();
+	start = READ_ONCE(current->se.exec_start);
+	now = local_clock();
+	return now > start ? sum + (now - start) : sum;
+}
+
 /* Labels first, when this session has not carried them yet. */
 static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 			     struct plabel_set *set)
@@ -336,6 +359,8 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 		.pid = current->tgid,
 		.tid = current->pid,
 		.cpu = smp_processor_id(),
+		.flags = PLABEL_SAMPLE_CPUTIME,
+		.cpu_ns = plabel_task_cpu_ns(),
 	};
 	struct pt_regs *uregs = plabel_user_regs(regs);
 	struct pt_regs *kregs = NULL;

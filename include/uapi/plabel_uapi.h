@@ -225,6 +225,7 @@ struct plabel_rec_label {
 #define PLABEL_SAMPLE_USER	(1U << 0)	/* interrupted in user mode */
 #define PLABEL_SAMPLE_REGS	(1U << 1)	/* regs[] and stack follow */
 #define PLABEL_SAMPLE_TRUNC	(1U << 2)	/* call chain hit max_stack */
+#define PLABEL_SAMPLE_CPUTIME	(1U << 3)	/* SAMPLE: cpu_ns is set */
 #define PLABEL_THREAD_PROCESS	(1U << 8)	/* THREAD: a new process */
 
 /* User registers in dwarf mode, in libunwind's x86-64 numbering. */
@@ -253,8 +254,20 @@ struct plabel_rec_sample {
 	__u32 tid;
 	__u32 cpu;
 	__u32 flags;		/* PLABEL_SAMPLE_*, PLABEL_THREAD_* */
-	__u32 child_pid;	/* THREAD only */
-	__u32 child_tid;	/* THREAD only */
+	union {
+		struct {	/* THREAD */
+			__u32 child_pid;
+			__u32 child_tid;
+		};
+		/*
+		 * SAMPLE with PLABEL_SAMPLE_CPUTIME: the CPU time tid has
+		 * used since it was created, as the scheduler accounts it
+		 * (sum_exec_runtime, to within a scheduler tick where the
+		 * kernel charges interrupt or steal time separately).
+		 * Differences between one thread's samples weigh them.
+		 */
+		__u64 cpu_ns;
+	};
 	__u16 nr_kernel;
 	__u16 nr_user;
 	__u32 stack_size;

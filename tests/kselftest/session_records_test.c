@@ -591,6 +591,146 @@ TEST(accuracy_three_to_one)
 		       ACCURACY_ROUNDS);
 }
 
+/*
+ * Samples carry their thread's CPU time: with two threads sharing one CPU
+ * it grows about half as fast as the clock, it never runs backwards or
+ * ahead of what the thread reads itself, and between two overflows a
+ * thread running alone has moved on, though the scheduler accounts at
+ * ticks (4 ms at HZ=250), not every 1 ms sample.
+ */
+#define CPUTIME_THREADS	3
+
+static pthread_barrier_t ct_start, ct_done, ct_stopped;
+static uint64_t ct_until;
+
+struct ct_thread {
+	int cpu;
+	pid_t tid;
+	uint64_t t0, t1, end;	/* own CPU time: start, done, after stop */
+	int err;
+};
+
+static void *ct_thread_fn(void *arg)
+{
+	struct ct_thread *c = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(c->cpu, &set);
+	c->err = sched_setaffinity(0, sizeof(set), &set);
+	c->tid = su_gettid();
+	pthread_barrier_wait(&ct_start);
+	c->t0 = su_thread_cpu_ns();
+	su_burn_until(ct_until);
+	c->t1 = su_thread_cpu_ns();
+	pthread_barrier_wait(&ct_done);
+	pthread_barrier_wait(&ct_stopped);
+	c->end = su_thread_cpu_ns();
+	return NULL;
+}
+
+static int ct_time_cmp(const void *a, const void *b)
+{
+	const struct plabel_rec_sample *x = *(void *const *)a;
+	const struct plabel_rec_sample *y = *(void *const *)b;
+
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+TEST(samples_carry_thread_cpu_time)
+{
+	struct ct_thread c[CPUTIME_THREADS];
+	pthread_t t[CPUTIME_THREADS];
+	struct plabel_rec_sample **v;
+	struct su_stream st = { 0 };
+	struct plabel_rec_header *h;
+	struct su_reader rd;
+	size_t off, n, k;
+	int fd, i, shared, nthr;
+
+	NEED_ROOT();
+	/* c[0] and c[1] share the last CPU; c[2] has CPU 0 to itself */
+	shared = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
+	nthr = shared ? 3 : 2;
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	ASSERT_EQ(0, pthread_barrier_init(&ct_start, NULL, nthr + 1));
+	ASSERT_EQ(0, pthread_barrier_init(&ct_done, NULL, nthr + 1));
+	ASSERT_EQ(0, pthread_barrier_init(&ct_stopped, NULL, nthr + 1));
+	for (i = 0; i < nthr; i++) {
+		c[i] = (struct ct_thread){ .cpu = i < 2 ? shared : 0 };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, ct_thread_fn, &c[i]));
+	}
+	ct_until = su_now_ns() + 600000000ull;
+	pthread_barrier_wait(&ct_start);
+	pthread_barrier_wait(&ct_done);
+	ASSERT_EQ(0, su_stop(fd));
+	pthread_barrier_wait(&ct_stopped);
+	for (i = 0; i < nthr; i++) {
+		pthread_join(t[i], NULL);
+		ASSERT_EQ(0, c[i].err);
+	}
+	pthread_barrier_destroy(&ct_start);
+	pthread_barrier_destroy(&ct_done);
+	pthread_barrier_destroy(&ct_stopped);
+	READ_STREAM(&rd, &st);
+	v = calloc(su_count(&st, PLABEL_REC_SAMPLE) + 1, sizeof(*v));
+	ASSERT_NE(NULL, v);
+	for (i = 0; i < nthr; i++) {
+		uint64_t first = 0, last = 0, tfirst = 0, tlast = 0;
+		size_t moved = 0, steps = 0;
+
+		n = 0;
+		FOR_EACH_REC(&st, h, off) {
+			struct plabel_rec_sample *r = (void *)h;
+
+			if (h->type == PLABEL_REC_SAMPLE &&
+			    r->tid == (uint32_t)c[i].tid)
+				v[n++] = r;
+		}
+		ASSERT_LT(50U, n) TH_LOG("thread %d: %zu samples", i, n);
+		qsort(v, n, sizeof(*v), ct_time_cmp);
+		for (k = 0; k < n; k++) {
+			ASSERT_NE(0U, v[k]->flags & PLABEL_SAMPLE_CPUTIME);
+			ASSERT_GE(c[i].end, v[k]->cpu_ns)
+				TH_LOG("thread %d: sample %zu ahead", i, k);
+			if (k)
+				ASSERT_LE(v[k - 1]->cpu_ns, v[k]->cpu_ns)
+					TH_LOG("thread %d: back at %zu", i, k);
+			/* late overflows repeat a record: same time */
+			if (k && v[k]->time_ns != v[k - 1]->time_ns) {
+				steps++;
+				moved += v[k]->cpu_ns != v[k - 1]->cpu_ns;
+			}
+			if (v[k]->cpu_ns < c[i].t0 || v[k]->cpu_ns > c[i].t1)
+				continue;
+			if (!first) {
+				first = v[k]->cpu_ns;
+				tfirst = v[k]->time_ns;
+			}
+			last = v[k]->cpu_ns;
+			tlast = v[k]->time_ns;
+		}
+		TH_LOG("thread %d on CPU %d: %zu samples, %.0f%% of its CPU time between them, %.3f CPU s a second; %zu of %zu steps moved",
+		       i, c[i].cpu, n,
+		       100.0 * (last - first) / (c[i].t1 - c[i].t0),
+		       (double)(last - first) / (tlast - tfirst), moved,
+		       steps);
+		/* the burn is covered, end to end */
+		EXPECT_LT(0.7 * (c[i].t1 - c[i].t0), (double)(last - first));
+		if (i < 2)
+			EXPECT_GT(0.8, (double)(last - first) / (tlast - tfirst));
+		if (i == 2)
+			EXPECT_LT(0.75 * steps, (double)moved);
+	}
+	free(v);
+	su_stream_free(&st);
+	close(fd);
+}
+
 /* --- call chains ------------------------------------------------------- */
 
 static uint64_t burn_ret;	/* return address into burn_outer */
