@@ -13,7 +13,9 @@
  * (dwarf mode, what the kernel's snapshot holds). The stream has the
  * STREAM record, MMAP records of this process's executable mappings, 8
  * label sets, and N samples (default 2000000 fp, 200000 dwarf) drawn from
- * the K chains on 64 simulated CPUs. It is written to DIR/stream.bin.
+ * the K chains on 64 simulated CPUs, by 16 threads, each sample with its
+ * thread's CPU time, in the order read() gives them: runs of one CPU's
+ * records. It is written to DIR/stream.bin.
  *
  * A child process then does what `plabel record` does after read(): feeds
  * the stream in 256 KiB buffers of whole records to the collector
@@ -256,7 +258,9 @@ static void plabel_rb_emit_sample(const struct plabel_rb_chain *c,
 	s->pid = pid;
 	s->tid = pid + (uint32_t)(i % 16);
 	s->cpu = (uint32_t)(i % PLABEL_RB_CPUS);
-	s->flags = PLABEL_SAMPLE_USER;
+	s->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_CPUTIME;
+	/* 16 threads, each with a period of CPU time between its samples */
+	s->cpu_ns = (i / 16 + 1) * 100000;
 	if (plabel_rb_dwarf) {
 		s->flags |= PLABEL_SAMPLE_REGS;
 		s->stack_size = c->stack_size;
@@ -271,6 +275,25 @@ static void plabel_rb_emit_sample(const struct plabel_rb_chain *c,
 	}
 	s->hdr.size = (len + 7) & ~7UL;
 	plabel_rb_put(buf, len);
+}
+
+/*
+ * The i-th record written holds sample plabel_rb_order(i) (numbered in
+ * time order): a read() goes round the CPUs' rings in turn, taking what
+ * each holds, so records come as runs of one CPU's, each run in time order.
+ * Here every run is PLABEL_RB_RUN samples; the last round, if short, is in
+ * time order.
+ */
+#define PLABEL_RB_RUN		32
+
+static uint64_t plabel_rb_order(uint64_t i, uint64_t n)
+{
+	uint64_t round = PLABEL_RB_RUN * PLABEL_RB_CPUS;
+	uint64_t r = i % round, base = i - r;
+
+	if (base + round > n)
+		return i;
+	return base + r % PLABEL_RB_RUN * PLABEL_RB_CPUS + r / PLABEL_RB_RUN;
 }
 
 /* --- the timed reader ----------------------------------------------------- */
@@ -455,7 +478,8 @@ int main(int argc, char **argv)
 		x ^= x >> 7;
 		x ^= x << 17;
 		plabel_rb_emit_sample(&plabel_rb_chains[(x % k) * (x % k) / k],
-				      pid, i, 1 + (x >> 32) % PLABEL_RB_SETS);
+				      pid, plabel_rb_order(i, nsamples),
+				      1 + (x >> 32) % PLABEL_RB_SETS);
 	}
 	if (fclose(plabel_rb_f)) {
 		fprintf(stderr, "reader: %s: write failed\n", stream);

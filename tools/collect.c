@@ -75,12 +75,47 @@ struct plabel_cblock {
 
 struct plabel_csample {
 	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint16_t pending;	/* its snapshot waits in the spool */
+	uint8_t pending;	/* its snapshot waits in the spool */
+	uint8_t weight;		/* PLABEL_W_*: what value holds */
 	uint32_t pid, tid;
 	uint32_t chain;		/* index into chains */
 	uint64_t time_ns;
 	uint64_t set_id;
+	uint64_t value;
 };
+
+/*
+ * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
+ * nothing yet (the record has no CPU time: a sampling period), the
+ * thread's CPU time from the record, the tid a THREAD record created, or
+ * (PLABEL_W_DONE) the nanoseconds themselves, 0 for a THREAD record.
+ */
+enum {
+	PLABEL_W_PERIOD,
+	PLABEL_W_CPU,
+	PLABEL_W_CHILD,
+	PLABEL_W_DONE,
+};
+
+/*
+ * A thread's CPU time as of its latest weighed sample, and that sample's
+ * time; for a thread created while recording and not sampled yet, 0 and
+ * its creation time.
+ */
+struct plabel_thr {
+	uint32_t tid;
+	uint32_t reserved;
+	uint64_t cpu_ns;
+	uint64_t time_ns;
+};
+
+/*
+ * How far one thread's CPU time may read lower than at its previous
+ * sample and still be the same thread (a reading taken while the
+ * scheduler updated it), and how much a sample's CPU time may exceed the
+ * time since its thread's previous sample.
+ */
+#define PLABEL_CPU_SLACK_NS	20000000ULL
 
 /*
  * Samples merged once their time is settled (see plabel_collect_settled()):
@@ -96,6 +131,7 @@ struct plabel_agg {
 	uint32_t type;
 	uint32_t reserved;
 	uint64_t count;
+	uint64_t nanos;		/* CPU nanoseconds, SAMPLE only */
 };
 
 /* Settled samples are merged in batches of at least this many. */
@@ -200,6 +236,12 @@ struct plabel_collect {
 	size_t naggs, aggs_cap;
 	struct plabel_itab agg_tab;
 
+	struct plabel_thr *thrs;	/* threads sampled, for weighing */
+	size_t nthrs, thrs_cap;
+	struct plabel_itab thr_tab;	/* by tid */
+	uint32_t *wkeys, *wtmp;	/* samples to weigh by index, wkeys_cap each */
+	size_t wkeys_cap;
+
 	struct plabel_chain **chains;	/* by index */
 	size_t nchains, chains_cap;
 	struct plabel_itab chain_tab;
@@ -247,6 +289,10 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->samples);
 	free(c->aggs);
 	free(c->agg_tab.tab);
+	free(c->thrs);
+	free(c->thr_tab.tab);
+	free(c->wkeys);
+	free(c->wtmp);
 	free(c->chains);
 	free(c->chain_tab.tab);
 	while (c->cblocks) {
@@ -1077,6 +1123,16 @@ static int plabel_add_sample(struct plabel_collect *c,
 	s->chain = chain;
 	s->time_ns = h->time_ns;
 	s->set_id = h->set_id;
+	if (r->type == PLABEL_REC_THREAD) {
+		s->weight = PLABEL_W_CHILD;
+		s->value = h->child_tid;
+	} else if (h->flags & PLABEL_SAMPLE_CPUTIME) {
+		s->weight = PLABEL_W_CPU;
+		s->value = h->cpu_ns;
+	} else {
+		s->weight = PLABEL_W_PERIOD;
+		s->value = 0;
+	}
 	return 0;
 }
 
@@ -1154,6 +1210,207 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 	return 0;
 }
 
+/* ---- weighing samples by their thread's CPU time ---- */
+
+static uint64_t plabel_thr_hash_at(const struct plabel_collect *c, size_t j)
+{
+	return plabel_hash2(c->thrs[j].tid, 1);
+}
+
+/* Thread tid's entry, *fresh set when it was added. NULL on ENOMEM. */
+static struct plabel_thr *plabel_thr_get(struct plabel_collect *c,
+					 uint32_t tid, int *fresh)
+{
+	struct plabel_thr *t;
+	size_t i, mask;
+
+	if (plabel_itab_reserve(&c->thr_tab, c->nthrs, plabel_thr_hash_at, c))
+		return NULL;
+	mask = c->thr_tab.cap - 1;
+	for (i = plabel_hash2(tid, 1) & mask; c->thr_tab.tab[i];
+	     i = (i + 1) & mask) {
+		t = &c->thrs[c->thr_tab.tab[i] - 1];
+		if (t->tid == tid) {
+			*fresh = 0;
+			return t;
+		}
+	}
+	if (plabel_grow(&c->thrs, &c->thrs_cap, c->nthrs, sizeof(*t)))
+		return NULL;
+	t = &c->thrs[c->nthrs++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	c->thr_tab.tab[i] = c->nthrs;
+	*fresh = 1;
+	return t;
+}
+
+/*
+ * Weigh sample s, the next of its thread in time. A sample stands for the
+ * CPU time its thread used since its previous sample, so that each
+ * thread's total is what the kernel accounted to it whatever the sampling
+ * luck; a sample lost in between leaves its time to the next. A thread's
+ * first sample stands for at most one period (the thread ran before the
+ * recording), or for all its time when its creation was recorded.
+ * 0 or -ENOMEM (s left as it was).
+ */
+static int plabel_weigh_one(struct plabel_collect *c, struct plabel_csample *s)
+{
+	uint64_t cpu = s->value, w;
+	struct plabel_thr *t;
+	int fresh;
+
+	switch (s->weight) {
+	case PLABEL_W_PERIOD:
+		s->value = c->period_ns;
+		break;
+	case PLABEL_W_CHILD:
+		/* the tid is new: whatever had it before is gone */
+		t = plabel_thr_get(c, (uint32_t)s->value, &fresh);
+		if (!t)
+			return -ENOMEM;
+		t->cpu_ns = 0;
+		t->time_ns = s->time_ns;
+		s->value = 0;
+		break;
+	case PLABEL_W_CPU:
+		t = plabel_thr_get(c, s->tid, &fresh);
+		if (!t)
+			return -ENOMEM;
+		if (fresh || cpu + PLABEL_CPU_SLACK_NS < t->cpu_ns) {
+			/* first seen, or the tid went to a thread not seen made */
+			w = cpu < c->period_ns ? cpu : c->period_ns;
+			t->cpu_ns = cpu;
+		} else if (cpu > t->cpu_ns) {
+			w = cpu - t->cpu_ns;
+			if (s->time_ns >= t->time_ns &&
+			    w > s->time_ns - t->time_ns + PLABEL_CPU_SLACK_NS)
+				w = s->time_ns - t->time_ns +
+				    PLABEL_CPU_SLACK_NS;
+			t->cpu_ns = cpu;
+		} else {
+			w = 0;
+		}
+		t->time_ns = s->time_ns;
+		s->value = w;
+		break;
+	}
+	s->weight = PLABEL_W_DONE;
+	return 0;
+}
+
+/*
+ * Sort the n sample indexes in c->wkeys by the samples' times, keeping
+ * arrival order among equal times: a radix sort, least significant byte
+ * first, each pass stable. Records come in runs of one CPU's, which a
+ * comparison sort gains little from; this takes a pass per byte of the
+ * batch's time span (4 for up to 4 s). 0 or -ENOMEM.
+ */
+static int plabel_wkeys_sort(struct plabel_collect *c, size_t n)
+{
+	const struct plabel_csample *sm = c->samples;
+	uint32_t *a = c->wkeys, *b = c->wtmp, *t;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t count[256], i, d, sum;
+	unsigned int shift;
+
+	if (!b) {
+		b = malloc(c->wkeys_cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		c->wtmp = b;
+	}
+	for (i = 0; i < n; i++) {
+		if (sm[a[i]].time_ns < lo)
+			lo = sm[a[i]].time_ns;
+		if (sm[a[i]].time_ns > hi)
+			hi = sm[a[i]].time_ns;
+	}
+	for (shift = 0; shift < 64 && (hi - lo) >> shift; shift += 8) {
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(sm[a[i]].time_ns - lo) >> shift & 255]++;
+		if (count[(sm[a[0]].time_ns - lo) >> shift & 255] == n)
+			continue;	/* one digit for all */
+		for (d = 0, sum = 0; d < 256; d++) {
+			size_t k = count[d];
+
+			count[d] = sum;
+			sum += k;
+		}
+		for (i = 0; i < n; i++)
+			b[count[(sm[a[i]].time_ns - lo) >> shift & 255]++] =
+				a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	c->wkeys = a;
+	c->wtmp = b;
+	return 0;
+}
+
+/* Sample s is to be weighed now, time_ns being as for plabel_weigh(). */
+static int plabel_weigh_due(const struct plabel_csample *s, uint64_t time_ns)
+{
+	return s->weight != PLABEL_W_DONE &&
+	       (s->time_ns < time_ns || time_ns == UINT64_MAX);
+}
+
+/*
+ * Weigh the samples stamped before time_ns (UINT64_MAX: all) not weighed
+ * yet: all of them have come (see plabel_collect_settled()), though not in
+ * time order, as each CPU's records come in turn; those whose weight
+ * depends on their thread's previous sample are weighed in time order.
+ * 0 or -ENOMEM.
+ */
+static int plabel_weigh(struct plabel_collect *c, uint64_t time_ns)
+{
+	uint64_t prev = 0;
+	size_t i, n = 0;
+	int sorted = 1, ret;
+
+	if (c->nsamples > UINT32_MAX)
+		return -ENOMEM;
+	for (i = 0; i < c->nsamples; i++) {
+		struct plabel_csample *s = &c->samples[i];
+
+		if (!plabel_weigh_due(s, time_ns))
+			continue;
+		if (s->weight == PLABEL_W_PERIOD) {
+			s->value = c->period_ns;
+			s->weight = PLABEL_W_DONE;
+			continue;
+		}
+		if (n == c->wkeys_cap) {
+			size_t ncap = n ? 2 * n : 4096;
+			uint32_t *nk = realloc(c->wkeys, ncap * sizeof(*nk));
+
+			if (!nk)
+				return -ENOMEM;
+			c->wkeys = nk;
+			c->wkeys_cap = ncap;
+			free(c->wtmp);
+			c->wtmp = NULL;
+		}
+		c->wkeys[n++] = i;
+		if (s->time_ns < prev)
+			sorted = 0;
+		prev = s->time_ns;
+	}
+	if (!sorted) {
+		ret = plabel_wkeys_sort(c, n);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < n; i++) {
+		ret = plabel_weigh_one(c, &c->samples[c->wkeys[i]]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* ---- merging settled samples ---- */
 
 static uint64_t plabel_agg_hash(const struct plabel_agg *a)
@@ -1168,7 +1425,7 @@ static uint64_t plabel_agg_hash_at(const struct plabel_collect *c, size_t j)
 	return plabel_agg_hash(&c->aggs[j]);
 }
 
-/* Add count samples like k (its count aside). 0 or -ENOMEM. */
+/* Add count samples like k (its count aside), k->nanos with them. */
 static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 			  uint64_t count)
 {
@@ -1185,6 +1442,7 @@ static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		    a->chain == k->chain && a->gen == k->gen &&
 		    a->set_id == k->set_id && a->type == k->type) {
 			a->count += count;
+			a->nanos += k->nanos;
 			return 0;
 		}
 	}
@@ -1223,6 +1481,7 @@ static int plabel_sample_key(struct plabel_collect *c,
 	a->set_id = s->set_id;
 	a->type = s->type;
 	a->count = 1;
+	a->nanos = s->type == PLABEL_REC_SAMPLE ? s->value : 0;
 	return ret;
 }
 
@@ -1236,7 +1495,7 @@ static int plabel_fold(struct plabel_collect *c)
 {
 	struct plabel_agg a;
 	size_t i, k = 0;
-	int ret = 0;
+	int ret = plabel_weigh(c, c->settled);
 
 	for (i = 0; i < c->nsamples; i++) {
 		const struct plabel_csample *s = &c->samples[i];
@@ -1602,8 +1861,7 @@ static int plabel_build_add(struct plabel_build *b,
 	int64_t pid = pids ? (int64_t)a->pid : -1;
 	int64_t tid = pids ? (int64_t)a->tid : -1;
 	int64_t n = (int64_t)a->count;
-	int64_t nanos = a->type == PLABEL_REC_SAMPLE ?
-			(int64_t)c->period_ns * n : 0;
+	int64_t nanos = (int64_t)a->nanos;
 	struct plabel_prof_label unres;
 	struct plabel_lset *ls = NULL;
 	char idbuf[32];
@@ -1811,6 +2069,8 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	int ret;
 
 	ret = plabel_unwind_all_pending(c);
+	if (!ret)
+		ret = plabel_weigh(c, UINT64_MAX);
 	if (ret)
 		return ret;
 	if (c->nlsets)

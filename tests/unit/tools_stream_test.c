@@ -479,6 +479,116 @@ TEST(aggregate_profiles)
 	plabel_syms_free(syms);
 }
 
+/* A sample of thread tid with set, time t ms, CPU time cpu_us (0: none). */
+static void wt_sample(struct sbuf *b, uint64_t set, uint32_t tid,
+		      uint64_t t_ms, uint64_t cpu_us, const uint64_t *ips)
+{
+	struct plabel_rec_sample *s;
+
+	s = sb_sample(b, PLABEL_REC_SAMPLE, set, 10, ips, 0, 1);
+	s->tid = tid;
+	s->time_ns = t_ms * 1000000;
+	if (cpu_us) {
+		s->flags |= PLABEL_SAMPLE_CPUTIME;
+		s->cpu_ns = cpu_us * 1000;
+	}
+}
+
+/*
+ * A sample stands for the CPU time its thread used since its previous
+ * sample, whatever order the CPUs' records come in.
+ */
+TEST(weigh_by_thread_cpu_time)
+{
+	static const char *const kv[5][2] = {
+		{ "w", "a" }, { "w", "b" }, { "w", "c" }, { "w", "d" },
+		{ "w", "e" },
+	};
+	/* samples and nanoseconds per set 1..5 */
+	static const int64_t want_n[5] = { 4, 4, 2, 2, 1 };
+	static const int64_t want_ns[5] = {
+		33000000, 30000000, 31000000, 12000000, 10000000,
+	};
+	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
+	int64_t got_n[5] = { 0 }, got_ns[5] = { 0 };
+	struct plabel_prof_sample_info si;
+	struct plabel_rec_sample *th;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	static struct sbuf b;
+	size_t i;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	for (i = 0; i < 5; i++)
+		sb_labelset(&b, 1 + i, kv[i], 1);
+	/*
+	 * Thread 11 ran before the recording: its first sample stands for
+	 * one period (10 ms), then 3, 10 and 10 ms. One CPU's records come
+	 * first, then the other's.
+	 */
+	wt_sample(&b, 1, 11, 110, 503000, ips);
+	wt_sample(&b, 1, 11, 130, 523000, ips);
+	/* thread 12, created at 105 ms, then 7 + 5 + 0 + 18 ms */
+	wt_sample(&b, 2, 12, 125, 12000, ips);
+	/* read while the scheduler updated it: lower, not a new thread */
+	wt_sample(&b, 2, 12, 126, 11500, ips);
+	wt_sample(&b, 2, 12, 140, 30000, ips);
+	wt_sample(&b, 1, 11, 100, 500000, ips);
+	wt_sample(&b, 1, 11, 120, 513000, ips);
+	th = sb_sample(&b, PLABEL_REC_THREAD, 1, 10, ips, 0, 1);
+	th->tid = 11;
+	th->time_ns = 105000000;
+	th->child_pid = 10;
+	th->child_tid = 12;
+	wt_sample(&b, 2, 12, 115, 7000, ips);
+	/*
+	 * Thread 13: a period, then 100 ms of CPU time in 1 ms, more than a
+	 * thread can run: 1 ms and the slack (20 ms).
+	 */
+	wt_sample(&b, 3, 13, 200, 1000000, ips);
+	wt_sample(&b, 3, 13, 201, 1100000, ips);
+	/* tid 14 went to another thread, created unseen: 10 ms, then 2 ms */
+	wt_sample(&b, 4, 14, 300, 900000, ips);
+	wt_sample(&b, 4, 14, 310, 2000, ips);
+	/* a record without the CPU time: one period */
+	wt_sample(&b, 5, 15, 400, 0, ips);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
+		const struct plabel_prof_label *w;
+
+		plabel_prof_get_sample(cpu, i, &si);
+		w = find_label(&si, "w");
+		ASSERT_NE(NULL, w);
+		ASSERT_LE('a', w->value[0]);
+		ASSERT_GE('e', w->value[0]);
+		got_n[w->value[0] - 'a'] += si.values[0];
+		got_ns[w->value[0] - 'a'] += si.values[1];
+	}
+	for (i = 0; i < 5; i++) {
+		EXPECT_EQ(want_n[i], got_n[i]);
+		EXPECT_EQ(want_ns[i], got_ns[i]);
+		if (want_ns[i] != got_ns[i])
+			TH_LOG("set %zu: %lld ns", i + 1,
+			       (long long)got_ns[i]);
+	}
+	/* a thread creation has no CPU time */
+	ASSERT_EQ(1, plabel_prof_num_samples(tc));
+	plabel_prof_get_sample(tc, 0, &si);
+	EXPECT_EQ(1, si.values[0]);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* Mappings belong to an exec generation: an EXEC ends the earlier ones. */
 TEST(aggregate_exec_generations)
 {
@@ -905,25 +1015,38 @@ TEST(collect_stops_at_corrupt_buffer)
 #define MS_LATE		3000
 #define MS_LAG		4000
 
-/* what merged and unmerged profiles must both hold */
+/*
+ * What merged and unmerged profiles must both hold. Each sample carries
+ * its thread's CPU time, here equal to its own time (a thread alone on its
+ * CPU): it weighs the time since its thread's previous sample.
+ */
 struct ms_sums {
 	int64_t by[3][2][3];	/* pid, after pid 200's exec, label set */
+	int64_t nanos[3][2][3];
 	int64_t addr[7];
 	int64_t total;
 };
 
+#define MS_TID(i)	(MS_PID(i) + ((i) / 3) % 2)
+
 static void ms_expect(struct ms_sums *e)
 {
+	uint64_t last[3][2] = { { 0 } };
 	size_t i;
 
 	memset(e, 0, sizeof(*e));
 	for (i = 0; i < MS_N; i++) {
 		uint32_t pid = MS_PID(i);
 		int after = pid == 200 && MS_T(i) >= MS_T(MS_EXEC200);
+		uint64_t *l = &last[pid / 100 - 1][MS_TID(i) - pid];
+		/* first: at most a period (10 ms, there is no STREAM) */
+		int64_t w = MS_T(i) - *l;
 
+		*l = MS_T(i);
 		if (pid == 100 && MS_T(i) < MS_T(MS_EXEC100))
 			continue;
 		e->by[pid / 100 - 1][after][i % 5 % 3]++;
+		e->nanos[pid / 100 - 1][after][i % 5 % 3] += w;
 		e->addr[i % 7]++;
 		e->total++;
 	}
@@ -957,6 +1080,8 @@ static void ms_sums(struct plabel_prof *p, uint64_t fn, struct ms_sums *g)
 				after = 1;
 		}
 		g->by[pid / 100 - 1][after][w->value[0] - 'a'] += si.values[0];
+		g->nanos[pid / 100 - 1][after][w->value[0] - 'a'] +=
+			si.values[1];
 		g->addr[li.address - fn - 1] += si.values[0];
 	}
 	for (i = 0; i < plabel_prof_num_samples(p); i++) {
@@ -995,7 +1120,9 @@ static struct plabel_collect *ms_feed(struct plabel_syms *syms,
 		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 1 + i % 5 % 3, pid,
 				&ip, 0, 1);
 		smp->time_ns = MS_T(i);
-		smp->tid = pid + (i / 3) % 2;
+		smp->tid = MS_TID(i);
+		smp->flags |= PLABEL_SAMPLE_CPUTIME;
+		smp->cpu_ns = MS_T(i);
 		if (i == MS_EXEC100 || i == MS_EXEC200 + MS_LATE) {
 			pid = i == MS_EXEC100 ? 100 : 200;
 			ex = sb_exec(&b, pid,
