@@ -317,20 +317,31 @@ static u32 plabel_sample_weight(struct plabel_session *s,
  * adds to sum_exec_runtime at ticks and switches; the time since, counted
  * from exec_start, is added here where exec_start is on local_clock()'s
  * scale (rq->clock_task equals rq->clock without interrupt or steal time
- * accounting). update_curr() stores exec_start before the sum, so reading
- * the sum first can only pair an old sum with a new start: a reading a
- * little low, which the next one makes good, never a high one.
+ * accounting). Another CPU may update both while they are read (waking a
+ * task onto this CPU's runqueue): update_curr() stores exec_start before
+ * the sum, so a new start read with an old sum, a reading up to a tick
+ * low, shows as the sum changing under the reads, which are then retried.
+ * A few times at most: in an interrupt, a rare low reading is better than
+ * a loop (the reader weighs it as nothing and the next one makes it good).
+ * Where sched_clock is not stable across CPUs, a start taken from another
+ * CPU's view of this runqueue's clock may lie a little ahead of
+ * local_clock(): the time since then counts as none, a low reading too.
  */
 static u64 plabel_task_cpu_ns(void)
 {
-	u64 sum = READ_ONCE(current->se.sum_exec_runtime);
-	u64 start, now;
+	struct sched_entity *se = &current->se;
+	u64 sum, start, now;
+	int tries = 3;
 
 	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
 	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
-		return sum;
-	smp_rmb();
-	start = READ_ONCE(current->se.exec_start);
+		return READ_ONCE(se->sum_exec_runtime);
+	do {
+		sum = READ_ONCE(se->sum_exec_runtime);
+		smp_rmb();
+		start = READ_ONCE(se->exec_start);
+		smp_rmb();
+	} while (sum != READ_ONCE(se->sum_exec_runtime) && --tries);
 	now = local_clock();
 	return now > start ? sum + (now - start) : sum;
 }

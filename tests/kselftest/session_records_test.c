@@ -593,12 +593,14 @@ TEST(accuracy_three_to_one)
 
 /*
  * Samples carry their thread's CPU time: with two threads sharing one CPU
- * it grows about half as fast as the clock, it never runs backwards or
- * ahead of what the thread reads itself, and between two overflows a
+ * it grows about half as fast as the clock, it never runs ahead of what
+ * the thread reads itself, and back only rarely and by less than a
+ * tick (see plabel_task_cpu_ns()), and between two overflows a
  * thread running alone has moved on, though the scheduler accounts at
  * ticks (4 ms at HZ=250), not every 1 ms sample.
  */
 #define CPUTIME_THREADS	3
+#define CPUTIME_SLACK_NS	20000000ull	/* as plabel record allows */
 
 static pthread_barrier_t ct_start, ct_done, ct_stopped;
 static uint64_t ct_until;
@@ -681,7 +683,7 @@ TEST(samples_carry_thread_cpu_time)
 	ASSERT_NE(NULL, v);
 	for (i = 0; i < nthr; i++) {
 		uint64_t first = 0, last = 0, tfirst = 0, tlast = 0;
-		size_t moved = 0, steps = 0;
+		size_t moved = 0, steps = 0, back = 0;
 
 		n = 0;
 		FOR_EACH_REC(&st, h, off) {
@@ -697,9 +699,15 @@ TEST(samples_carry_thread_cpu_time)
 			ASSERT_NE(0U, v[k]->flags & PLABEL_SAMPLE_CPUTIME);
 			ASSERT_GE(c[i].end, v[k]->cpu_ns)
 				TH_LOG("thread %d: sample %zu ahead", i, k);
-			if (k)
-				ASSERT_LE(v[k - 1]->cpu_ns, v[k]->cpu_ns)
-					TH_LOG("thread %d: back at %zu", i, k);
+			/*
+			 * a reading racing an update, or with a start from
+			 * another CPU's clock, may be a little low
+			 */
+			if (k && v[k]->cpu_ns < v[k - 1]->cpu_ns) {
+				back++;
+				ASSERT_GT(CPUTIME_SLACK_NS,
+					  v[k - 1]->cpu_ns - v[k]->cpu_ns);
+			}
 			/* late overflows repeat a record: same time */
 			if (k && v[k]->time_ns != v[k - 1]->time_ns) {
 				steps++;
@@ -714,11 +722,12 @@ TEST(samples_carry_thread_cpu_time)
 			last = v[k]->cpu_ns;
 			tlast = v[k]->time_ns;
 		}
-		TH_LOG("thread %d on CPU %d: %zu samples, %.0f%% of its CPU time between them, %.3f CPU s a second; %zu of %zu steps moved",
+		TH_LOG("thread %d on CPU %d: %zu samples, %.0f%% of its CPU time between them, %.3f CPU s a second; %zu of %zu steps moved, %zu back",
 		       i, c[i].cpu, n,
 		       100.0 * (last - first) / (c[i].t1 - c[i].t0),
 		       (double)(last - first) / (tlast - tfirst), moved,
-		       steps);
+		       steps, back);
+		EXPECT_GE(steps / 50, back);
 		/* the burn is covered, end to end */
 		EXPECT_LT(0.7 * (c[i].t1 - c[i].t0), (double)(last - first));
 		if (i < 2)
