@@ -29,13 +29,20 @@ def labelset(sid, kvs):
     return rec(LABELSET, body)
 
 
-def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None):
+def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None,
+           time=1000, tid=None, cpu_ns=None):
+    """A SAMPLE or THREAD record; cpu_ns sets PLABEL_SAMPLE_CPUTIME."""
     if flags is None:
         flags = (0 if kips else 1) | (2 if regs else 0)
-    body = struct.pack("<QQIIIIIIHHI", 1000, sid, pid, pid + 1, 0, flags,
-                       pid + 2 if rtype == THREAD else 0,
-                       pid + 3 if rtype == THREAD else 0,
-                       len(kips), len(uips), len(stack))
+    if cpu_ns is not None:
+        flags |= 8
+        tail = struct.pack("<Q", cpu_ns)
+    else:
+        tail = struct.pack("<II", pid + 2 if rtype == THREAD else 0,
+                           pid + 3 if rtype == THREAD else 0)
+    body = struct.pack("<QQIIII", time, sid, pid,
+                       pid + 1 if tid is None else tid, 0, flags) + tail
+    body += struct.pack("<HHI", len(kips), len(uips), len(stack))
     body += b"".join(struct.pack("<Q", ip) for ip in kips + uips)
     if regs:
         body += b"".join(struct.pack("<Q", r) for r in regs) + stack
@@ -76,6 +83,18 @@ def main():
                stack=struct.pack("<4Q", 0x400020, 0x400030, 0, 0x7ffd0000)),
         "unknown": rec(99, b"\1" * 24) + lost(1) + rec(LABELSET, b""),
         "unresolved": sample(SAMPLE, 77, 3, [], [0x1000, 0x2000]),
+        # thread CPU times, two CPUs' records out of time order, a thread
+        # created (tid 44) before its samples
+        "cputime": stream() + labelset(5, [(b"worker", b"alpha")]) +
+        mmap(42, 0x400000, 0x401000, 0, b"/bin/true") +
+        sample(SAMPLE, 5, 42, [], [0x400010], time=3000, cpu_ns=2500) +
+        sample(SAMPLE, 5, 42, [], [0x400010], time=5000, cpu_ns=4000) +
+        sample(THREAD, 5, 42, [], [0x400100], time=1500) +
+        sample(SAMPLE, 5, 42, [], [0x400020], time=2000, tid=44,
+               cpu_ns=300) +
+        sample(SAMPLE, 5, 42, [], [0x400010], time=1000, cpu_ns=1000) +
+        sample(SAMPLE, 5, 42, [], [0x400020], time=4000, tid=44,
+               cpu_ns=200),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

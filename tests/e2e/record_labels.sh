@@ -12,28 +12,37 @@ E2E_NAME=record_labels
 . tests/e2e/lib/common.sh
 e2e_need_module
 
-D=$E2E_OUT/workers
-# The split must match the CPU time the kernel accounted to each worker
-# (printed by the program); both ways of counting see the same emulated
-# clock, which the work done (3:1) need not. The session test holds the
-# module to 5 points; through the whole tool, on an emulated CPU shared
-# with the host's other work, 7. A host stall longer than the sampler
-# makes up for can push one recording past that, so a second recording is
-# made before the check fails; a labeling error fails both.
-for round in 1 2; do
-	e2e_record "$D" -F 1000 -- "$E2E_BIN/workers" 400
-	rc=$?
-	a=$(e2e_tag_pct "$D/cpu.pb.gz" worker alpha)
-	b=$(e2e_tag_pct "$D/cpu.pb.gz" worker beta)
-	ca=$(sed -n 's/.*cpu_ns alpha=\([0-9]*\) beta=.*/\1/p' "$D.log")
-	cb=$(sed -n 's/.*cpu_ns alpha=[0-9]* beta=\([0-9]*\).*/\1/p' "$D.log")
+# shares DIR [SAMPLE_INDEX]: sets got (alpha's share of the labeled
+# samples' SAMPLE_INDEX, by default the CPU time), want (its share of the
+# CPU time the kernel accounted to the workers, which the program prints)
+# and off (got - want).
+shares() {
+	a=$(e2e_tag_pct "$1/cpu.pb.gz" worker alpha ${2:+-sample_index=$2})
+	b=$(e2e_tag_pct "$1/cpu.pb.gz" worker beta ${2:+-sample_index=$2})
+	ca=$(sed -n 's/.*cpu_ns alpha=\([0-9]*\) beta=.*/\1/p' "$1.log")
+	cb=$(sed -n 's/.*cpu_ns alpha=[0-9]* beta=\([0-9]*\).*/\1/p' "$1.log")
 	want=$(awk -v a="${ca:-0}" -v b="${cb:-0}" \
 		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -100) }')
 	got=$(awk -v a="${a:-0}" -v b="${b:-0}" \
 		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : 0) }')
 	off=$(awk -v g="$got" -v w="$want" 'BEGIN { print g - w }')
-	echo "# round $round: alpha's share $got% of labeled samples," \
+	echo "# $1: alpha's share $got% of the labeled ${2:-cpu}," \
 		"$want% of the workers' CPU time"
+}
+
+D=$E2E_OUT/workers
+# The split must match the CPU time the kernel accounted to each worker
+# (printed by the program); both ways of counting see the same emulated
+# clock, which the work done (3:1) need not. The sample counts: the
+# session test holds the module to 5 points; through the whole tool, on an
+# emulated CPU shared with the host's other work, 7. A host stall longer
+# than the sampler makes up for can push one recording past that, so a
+# second recording is made before the check fails; a labeling error fails
+# both.
+for round in 1 2; do
+	e2e_record "$D" -F 1000 -- "$E2E_BIN/workers" 400
+	rc=$?
+	shares "$D" samples
 	e2e_between "$off" -7 7 && break
 done
 t_ok "record exits 0" test "$rc" = 0
@@ -46,6 +55,18 @@ t_ok "alpha's sample share matches its CPU time share within 7 points" \
 	e2e_between "$off" -7 7
 t_ok "alpha, doing 3x the work, got more CPU than beta" \
 	e2e_between "$want" 55 100
+shares "$D"
+t_ok "alpha's share of the CPU time in the profile is its own within 1 point" \
+	e2e_between "$off" -1 1
+
+# At 99 Hz there are some 150 samples: as a count, alpha's share would be
+# a draw off by 3.5 points (one standard deviation); weighed by the
+# workers' CPU time it is their own, whatever the emulator's stalls.
+D=$E2E_OUT/workers-99hz
+t_ok "record -F 99 exits 0" e2e_record "$D" -F 99 -- "$E2E_BIN/workers" 400
+shares "$D"
+t_ok "99 Hz: alpha's share of the CPU time within 1.5 points of its own" \
+	e2e_between "$off" -1.5 1.5
 
 top_a=$(e2e_pprof -tagfocus worker=alpha -top "$D/cpu.pb.gz")
 top_b=$(e2e_pprof -tagfocus worker=beta -top "$D/cpu.pb.gz")

@@ -6,7 +6,8 @@
 #   E2E_NAME=NAME; . tests/e2e/lib/common.sh
 #   e2e_need_module              SKIP everything without /dev/plabel
 #   e2e_record DIR ARGS..        plabel record -o DIR ARGS.. (log in DIR.log)
-#   e2e_tag_pct FILE KEY VALUE   percentage `go tool pprof -tags` gives VALUE
+#   e2e_tag_pct FILE KEY VALUE [OPT..]  percentage `go tool pprof -tags OPT..`
+#                                gives VALUE
 #   e2e_trace FILE LABEL_ERE F..  a `-traces` sample with a label line matching
 #                                LABEL_ERE (any sample when empty) and frames
 #                                matching the EREs F.. in order, leaf first
@@ -50,7 +51,9 @@ e2e_pprof() {
 }
 
 e2e_tag_pct() {
-	e2e_pprof -tags "$1" | awk -v key="$2" -v val="$3" '
+	_f=$1 _k=$2 _v=$3
+	shift 3
+	e2e_pprof -tags "$@" "$_f" | awk -v key="$_k" -v val="$_v" '
 		$1 == key ":" && $2 == "Total" { in_key = 1; next }
 		$2 == "Total" { in_key = 0 }
 		in_key && $NF == val {
