@@ -54,7 +54,7 @@ struct plabel_proc {
 /*
  * A distinct call chain. Millions of samples repeat some thousands of
  * chains, so each is stored once and a sample names it: a sample is then
- * 32 bytes, not an allocation of its own copy, and building resolves a
+ * 40 bytes, not an allocation of its own copy, and building resolves a
  * chain's addresses once per process image, not once per sample.
  */
 struct plabel_chain {
@@ -111,9 +111,10 @@ struct plabel_thr {
 
 /*
  * How far one thread's CPU time may read lower than at its previous
- * sample and still be the same thread (a reading taken while the
- * scheduler updated it), and how much a sample's CPU time may exceed the
- * time since its thread's previous sample.
+ * sample and still be the same thread (the kernel's reading can be up to
+ * a tick low, see Documentation/record-format.rst), and how much a
+ * sample's CPU time may exceed the time since its thread's previous
+ * sample.
  */
 #define PLABEL_CPU_SLACK_NS	20000000ULL
 
