@@ -313,7 +313,8 @@ static u32 plabel_sample_weight(struct plabel_session *s,
 }
 
 /*
- * The CPU time current has used, for PLABEL_SAMPLE_CPUTIME. The scheduler
+ * The CPU time current has used by now (local_clock() at the overflow's
+ * start, read once for both), for PLABEL_SAMPLE_CPUTIME. The scheduler
  * adds to sum_exec_runtime at ticks and switches; the time since, counted
  * from exec_start, is added here where exec_start is on local_clock()'s
  * scale (rq->clock_task equals rq->clock without interrupt or steal time
@@ -327,10 +328,10 @@ static u32 plabel_sample_weight(struct plabel_session *s,
  * CPU's view of this runqueue's clock may lie a little ahead of
  * local_clock(): the time since then counts as none, a low reading too.
  */
-static u64 plabel_task_cpu_ns(void)
+static u64 plabel_task_cpu_ns(u64 now)
 {
 	struct sched_entity *se = &current->se;
-	u64 sum, start, now;
+	u64 sum, start;
 	int tries = 3;
 
 	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
@@ -342,7 +343,6 @@ static u64 plabel_task_cpu_ns(void)
 		start = READ_ONCE(se->exec_start);
 		smp_rmb();
 	} while (sum != READ_ONCE(se->sum_exec_runtime) && --tries);
-	now = local_clock();
 	return now > start ? sum + (now - start) : sum;
 }
 
@@ -361,7 +361,7 @@ static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 }
 
 static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
-			  u32 weight)
+			  u32 weight, u64 now)
 {
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	struct plabel_rec_sample rec = {
@@ -371,7 +371,7 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 		.tid = current->pid,
 		.cpu = smp_processor_id(),
 		.flags = PLABEL_SAMPLE_CPUTIME,
-		.cpu_ns = plabel_task_cpu_ns(),
+		.cpu_ns = plabel_task_cpu_ns(now),
 	};
 	struct pt_regs *uregs = plabel_user_regs(regs);
 	struct pt_regs *kregs = NULL;
@@ -413,7 +413,7 @@ static void plabel_overflow(struct perf_event *event,
 
 	if (regs && !is_idle_task(current) &&
 	    plabel_session_wants(s, current->tgid))
-		plabel_sample(s, regs, weight);
+		plabel_sample(s, regs, weight, t0);
 	__this_cpu_add(plabel_stats.handler_ns, local_clock() - t0);
 	__this_cpu_inc(plabel_stats.handler_calls);
 }
