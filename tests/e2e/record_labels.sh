@@ -142,7 +142,7 @@ if command -v strace >/dev/null; then
 	t_ok "record -p A,B: the reader sleeps once A ended" \
 		test "${polls:-100000}" -lt 100
 	# A's end did not end the recording: B's last seconds are in
-	s=$(e2e_pprof -top "$D/cpu.pb.gz" | sed -n \
+	s=$(e2e_pprof -unit=s -top "$D/cpu.pb.gz" | sed -n \
 		's/.*Total samples = \([0-9.]*\)s.*/\1/p')
 	echo "# sampled: ${s:-none} s"
 	t_ok "record -p A,B: B sampled to its end" e2e_between "${s:-0}" 2 4.5
