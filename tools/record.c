@@ -72,6 +72,8 @@ void plabel_record_usage(FILE *f)
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
 	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
+	      "A CPU sample's nanoseconds are the CPU time its thread used since\n"
+	      "its previous sample, as the kernel accounts it.\n"
 	      "Recording ends when CMD exits, when every PID has exited, or on\n"
 	      "SIGINT/SIGTERM; the files are written in every case.\n"
 	      "\n"
