@@ -319,30 +319,34 @@ static u32 plabel_sample_weight(struct plabel_session *s,
  * from exec_start, is added here where exec_start is on local_clock()'s
  * scale (rq->clock_task equals rq->clock without interrupt or steal time
  * accounting). Another CPU may update both while they are read (waking a
- * task onto this CPU's runqueue): update_curr() stores exec_start before
- * the sum, so a new start read with an old sum, a reading up to a tick
- * low, shows as the sum changing under the reads, which are then retried.
- * A few times at most: in an interrupt, a rare low reading is better than
- * a loop (the reader weighs it as nothing and the next one makes it good).
- * Where sched_clock is not stable across CPUs, a start taken from another
- * CPU's view of this runqueue's clock may lie a little ahead of
- * local_clock(): the time since then counts as none, a low reading too.
+ * task onto this CPU's runqueue). The fair class stores exec_start first,
+ * the others (update_current_exec_runtime()) the sum first, so a torn
+ * pair is up to a tick low or high; either way one of the two changes
+ * under the reads, which are then retried. A few times at most: in an
+ * interrupt, a rare torn reading is better than a loop (the reader weighs
+ * a reading below its thread's highest as nothing). Where sched_clock is
+ * not stable across CPUs, a start taken from another CPU's view of this
+ * runqueue's clock may lie a little ahead of local_clock(): the time
+ * since then counts as none, a low reading too.
  */
 static u64 plabel_task_cpu_ns(u64 now)
 {
 	struct sched_entity *se = &current->se;
-	u64 sum, start;
+	u64 sum, start, sum2, start2;
 	int tries = 3;
 
 	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
 	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
 		return READ_ONCE(se->sum_exec_runtime);
 	do {
-		sum = READ_ONCE(se->sum_exec_runtime);
-		smp_rmb();
 		start = READ_ONCE(se->exec_start);
 		smp_rmb();
-	} while (sum != READ_ONCE(se->sum_exec_runtime) && --tries);
+		sum = READ_ONCE(se->sum_exec_runtime);
+		smp_rmb();
+		sum2 = READ_ONCE(se->sum_exec_runtime);
+		smp_rmb();
+		start2 = READ_ONCE(se->exec_start);
+	} while ((sum != sum2 || start != start2) && --tries);
 	return now > start ? sum + (now - start) : sum;
 }
 
