@@ -507,7 +507,7 @@ TEST(weigh_by_thread_cpu_time)
 	/* samples and nanoseconds per set 1..5 */
 	static const int64_t want_n[5] = { 4, 4, 2, 2, 1 };
 	static const int64_t want_ns[5] = {
-		33000000, 30000000, 31000000, 12000000, 10000000,
+		33000000, 40000000, 31000000, 12000000, 10000000,
 	};
 	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
 	int64_t got_n[5] = { 0 }, got_ns[5] = { 0 };
@@ -532,11 +532,14 @@ TEST(weigh_by_thread_cpu_time)
 	 */
 	wt_sample(&b, 1, 11, 110, 503000, ips);
 	wt_sample(&b, 1, 11, 130, 523000, ips);
-	/* thread 12, created at 105 ms, then 7 + 5 + 0 + 18 ms */
-	wt_sample(&b, 2, 12, 125, 12000, ips);
+	/*
+	 * Thread 12, created at 105 ms: its first sample stands for all its
+	 * CPU time (17 ms, more than a period), then 5 + 0 + 18 ms.
+	 */
+	wt_sample(&b, 2, 12, 135, 22000, ips);
 	/* read while the scheduler updated it: lower, not a new thread */
-	wt_sample(&b, 2, 12, 126, 11500, ips);
-	wt_sample(&b, 2, 12, 140, 30000, ips);
+	wt_sample(&b, 2, 12, 136, 21500, ips);
+	wt_sample(&b, 2, 12, 150, 40000, ips);
 	wt_sample(&b, 1, 11, 100, 500000, ips);
 	wt_sample(&b, 1, 11, 120, 513000, ips);
 	th = sb_sample(&b, PLABEL_REC_THREAD, 1, 10, ips, 0, 1);
@@ -544,7 +547,7 @@ TEST(weigh_by_thread_cpu_time)
 	th->time_ns = 105000000;
 	th->child_pid = 10;
 	th->child_tid = 12;
-	wt_sample(&b, 2, 12, 115, 7000, ips);
+	wt_sample(&b, 2, 12, 125, 17000, ips);
 	/*
 	 * Thread 13: a period, then 100 ms of CPU time in 1 ms, more than a
 	 * thread can run: 1 ms and the slack (20 ms).
