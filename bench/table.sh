@@ -57,10 +57,15 @@ END {
 	printf "2. sampling overhead (VM, %s vCPUs, %s threads, median of runs): slowdown vs no profiler\n", \
 		g("vm.ncpus"), g("overhead.threads")
 	overhead("overhead")
-	printf "2b. the same on %s vCPU with instruction counting (qemu -icount: time is\n", g("icount.vm.ncpus")
+	printf "2b. the same on %s vCPU with instruction counting (qemu %s -icount: time is\n", \
+		g("icount.vm.ncpus"), g("icount.qemu")
 	print "   instructions executed, so runs repeat to within a few 0.1 %; no cache or"
 	print "   memory costs), median of runs"
 	overhead("icount.overhead")
+	printf "2c. the same on %s vCPUs with instruction counting (qemu %s; guest time is\n", \
+		g("icount2.vm.ncpus"), g("icount2.qemu")
+	print "   the instructions of both vCPUs, which run in turn), median of runs"
+	overhead("icount2.overhead")
 
 	print "3. accuracy: worst label-share error, percentage points, vs the kernel (goal < 2)"
 	for (k in v)
