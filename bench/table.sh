@@ -9,26 +9,29 @@ awk '
 { v[$1] = $2 }
 function g(k) { return (k in v) ? v[k] : "-" }
 function pc(k) { return (k in v && v[k] != "") ? sprintf("%.1f", v[k]) : "-" }
+function pc2(k) { return (k in v && v[k] != "") ? sprintf("%.2f", v[k]) : "-" }
 function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
 	sprintf("%.3f", v[a] / v[b]) : "-" }
 function overhead(o,    m, h, p, q, modes, rates) {
 	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
-	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s"
-	print "   samples, lost: per run; us/sample: wall time added per recorded sample (the"
-	print "   way to compare when the two record different numbers, losing the others)"
-	print "                 plabel                    perf            plabel/   plabel handler  plabel         perf           us/sample"
-	print "   mode   Hz     wall    cpu   prof%      wall    cpu   prof%  perf wall    ns/sample  samples  lost  samples  lost   plabel   perf"
+	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s; run%: the"
+	print "   part of it while the workload ran; samples, lost: per run; us/sample: wall"
+	print "   time added per recorded sample (the way to compare when the two record"
+	print "   different numbers, losing the others)"
+	print "                     plabel                          perf               plabel/   plabel handler  plabel         perf           us/sample"
+	print "   mode   Hz     wall    cpu   prof%   run%      wall    cpu   prof%   run%  perf wall    ns/sample  samples  lost  samples  lost   plabel   perf"
 	split("fp dwarf", modes, " ")
 	split("99 999 4999", rates, " ")
 	for (m = 1; m <= 2; m++)
 		for (h = 1; h <= 3; h++) {
 			p = o ".plabel_" modes[m] "_" rates[h]
 			q = o ".perf_" modes[m] "_" rates[h]
-			printf "   %-5s %5s  %6s %6s %6s    %6s %6s %6s  %6s  %11s  %7s %5s  %7s %5s  %7s %6s\n", \
+			printf "   %-5s %5s  %6s %6s %6s %6s    %6s %6s %6s %6s  %6s  %11s  %7s %5s  %7s %5s  %7s %6s\n", \
 				modes[m], rates[h], g(p ".slowdown"), \
 				g(p ".workload_cpu_ratio"), pc(p ".profiler_cpu_pct"), \
+				pc2(p ".profiler_run_cpu_pct"), \
 				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
-				pc(q ".profiler_cpu_pct"), \
+				pc(q ".profiler_cpu_pct"), pc2(q ".profiler_run_cpu_pct"), \
 				r(p ".slowdown", q ".slowdown"), \
 				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
 				g(p ".lost_per_run"), g(q ".samples_per_run"), \

@@ -53,11 +53,11 @@ if want overhead; then
 # for the profiler and the workload alike (under instruction counting the
 # workload's time otherwise varies by up to 0.6 % with where its pages
 # land). Appends to $TMP/NAME.wall the workload's wall ns, to NAME.cpu its
-# own CPU ns and the CPU ns of the whole command (profiler and workload,
-# from /usr/bin/time), and for plabel the module's handler and sample
-# counters.
+# own CPU ns, the CPU ns of the whole command (profiler and workload, from
+# /usr/bin/time) and the profiler's CPU ns while the workload ran (spin's
+# parent_cpu_ns), and for plabel the module's handler and sample counters.
 run_one() {
-	local name=$1 c0 n0 s0 l0 w c t
+	local name=$1 c0 n0 s0 l0 w c t pc
 	shift
 	c0=$(dbg handler_calls); n0=$(dbg handler_ns_total)
 	s0=$(dbg samples); l0=$(dbg lost)
@@ -65,9 +65,10 @@ run_one() {
 		>"$TMP/run" 2>>"$TMP/$name.err"
 	w=$(awk '$1 == "wall_ns" { print $2 }' "$TMP/run")
 	c=$(awk '$1 == "cpu_ns" { print $2 }' "$TMP/run")
+	pc=$(awk '$1 == "parent_cpu_ns" { print $2 }' "$TMP/run")
 	t=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.0f", ($1 + $2) * 1e9 }' "$TMP/time")
 	echo "${w:-nan}" >>"$TMP/$name.wall"
-	echo "${c:-nan} ${t:-nan}" >>"$TMP/$name.cpu"
+	echo "${c:-nan} ${t:-nan} ${pc:-nan}" >>"$TMP/$name.cpu"
 	case $name in
 	perf_*)
 		# the samples perf recorded, and lost (its event's own stats)
@@ -128,6 +129,11 @@ for cfg in $CONFIGS; do
 	emit "overhead.$cfg.workload_cpu_ns" "$wc"
 	emit "overhead.$cfg.profiler_cpu_pct" "$(awk '
 		$1 > 0 && $2 >= $1 { print 100 * ($2 - $1) / $1 }' \
+		"$TMP/$cfg.cpu" | median)"
+	# the part of it spent while the workload ran, which the workload's
+	# wall time feels
+	emit "overhead.$cfg.profiler_run_cpu_pct" "$(awk '
+		$1 > 0 && $3 ~ /^[0-9]+$/ { print 100 * $3 / $1 }' \
 		"$TMP/$cfg.cpu" | median)"
 	[ "$cfg" = none ] && continue
 	emit "overhead.$cfg.workload_cpu_ratio" \
