@@ -166,7 +166,7 @@ share_errors() {
 	local run=$1 prof=$2 name=$3
 	go tool pprof -tags "$prof" 2>/dev/null >"$OUT/$name.tags"
 	awk -v name="$name" '
-		FNR == NR && $1 == "thread" { k[$2] = $4; kt += $4; next }
+		FNR == NR && ($1 == "thread" || $1 == "label") { k[$2] = $4; kt += $4; next }
 		FNR == NR { next }
 		$1 == "share:" { on = 1; next }
 		on && $2 == "Total" { on = 0 }
@@ -210,10 +210,12 @@ acc() {
 	emit "accuracy.$name.worst_error_runs" "$(paste -sd, "$TMP/$name.worst")"
 }
 
-# plabel_shares N UNIT_MS HZ NAME: record bench/shares with plabel
+# plabel_shares N UNIT_MS HZ NAME [ARGS..]: record bench/shares with plabel
 plabel_shares() {
-	"$PLABEL" record -F "$3" -o "$TMP/$4" -- $B/shares --threads "$1" \
-		--unit-ms "$2" && cp "$TMP/$4/cpu.pb.gz" "$TMP/$4.pb.gz"
+	local n=$1 unit=$2 hz=$3 name=$4
+	shift 4
+	"$PLABEL" record -F "$hz" -o "$TMP/$name" -- $B/shares --threads "$n" \
+		--unit-ms "$unit" "$@" && cp "$TMP/$name/cpu.pb.gz" "$TMP/$name.pb.gz"
 }
 
 if want accuracy; then
@@ -224,6 +226,13 @@ if want accuracy; then
 	acc plabel_8t_999hz plabel_shares 8 100 999 plabel_8t_999hz
 	acc go_8t_100hz $B/shares_go -o "$TMP/go_8t_100hz.pb.gz" \
 		-threads 8 -unit-ms 100
+	# every thread switching labels for requests of 100 to 400 us
+	acc plabel_4t_switch_99hz plabel_shares 4 400 99 \
+		plabel_4t_switch_99hz --switch-us 100
+	acc plabel_4t_switch_999hz plabel_shares 4 400 999 \
+		plabel_4t_switch_999hz --switch-us 100
+	acc go_4t_switch_100hz $B/shares_go -o "$TMP/go_4t_switch_100hz.pb.gz" \
+		-threads 4 -unit-ms 400 -switch-us 100
 fi
 
 # --- 5. memory -----------------------------------------------------------
