@@ -79,7 +79,7 @@ static __attribute__((noinline)) uint64_t plabel_shares_burn_short(uint64_t x)
 	return x;
 }
 
-/* --switch-us: requests under each label in turn, timed on the thread's clock */
+/* --switch-us: requests under random labels, timed on the thread's clock */
 static void *plabel_shares_switching(struct plabel_shares_arg *a)
 {
 	uint64_t goal = (uint64_t)(plabel_shares_n + 1) * plabel_shares_unit_ns / 2;

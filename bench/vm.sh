@@ -226,7 +226,7 @@ if want accuracy; then
 	acc plabel_8t_999hz plabel_shares 8 100 999 plabel_8t_999hz
 	acc go_8t_100hz $B/shares_go -o "$TMP/go_8t_100hz.pb.gz" \
 		-threads 8 -unit-ms 100
-	# every thread switching labels for requests of 100 to 400 us
+	# every thread switching labels for each request (50 to 600 us, random)
 	acc plabel_4t_switch_99hz plabel_shares 4 400 99 \
 		plabel_4t_switch_99hz --switch-us 100
 	acc plabel_4t_switch_999hz plabel_shares 4 400 999 \

@@ -50,8 +50,8 @@ func burnShort(x uint64) uint64 {
 	return x
 }
 
-// switching is one goroutine of -switch-us: requests under each label in
-// turn; labelNs[j] gets the CPU time of the requests under t<j>.
+// switching is one goroutine of -switch-us: requests under random labels;
+// labelNs[j] gets the CPU time of the requests under t<j>.
 func switching(i, n int, unitMs, switchUs int64, ctxs []context.Context,
 	labelNs []int64, ready *sync.WaitGroup, start chan struct{}) {
 	runtime.LockOSThread()
