@@ -260,12 +260,13 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 
 /*
  * How many sampling periods this overflow stands for. perf's cpu-clock
- * timer fires on a grid of periods; when an interrupt comes late (an
- * emulated CPU, a long section with interrupts off), perf skips the grid
- * points that passed meanwhile, while the kernel charges that time to the
- * task that was running. Count the grid points since the previous overflow
- * on this CPU, but only those after current was switched in: at least one,
- * at most PLABEL_WEIGHT_MAX. On time, it is one.
+ * timer fires on a grid of the interval it was last forwarded by (see
+ * plabel_next_period()); when an interrupt comes late (an emulated CPU, a
+ * long section with interrupts off), perf skips the grid points that
+ * passed meanwhile, while the kernel charges that time to the task that
+ * was running. Count the grid points since the previous overflow on this
+ * CPU, but only those after current was switched in: at least one, at
+ * most PLABEL_WEIGHT_MAX. On time, it is one.
  */
 #ifdef CONFIG_SCHED_INFO
 /* Of n periods since last, those after current was switched in. */
@@ -280,8 +281,7 @@ static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
 		return n;
 	if (expiry <= arrival)
 		return 1;
-	return min(n, div64_u64(expiry - arrival + s->period_ns - 1,
-				s->period_ns));
+	return min(n, div64_u64(expiry - arrival + c->period - 1, c->period));
 }
 #else
 /*
@@ -302,7 +302,7 @@ static u32 plabel_sample_weight(struct plabel_session *s,
 	u64 last = c->last_expiry, n = 1;
 
 	if (last && expiry > last) {
-		n = div64_u64(expiry - last + s->period_ns / 2, s->period_ns);
+		n = div64_u64(expiry - last + c->period / 2, c->period);
 		/* on time: one, without reading the clocks */
 		if (n > 1)
 			n = plabel_periods_ran(s, c, last, expiry, n);
@@ -406,6 +406,28 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 	plabel_session_committed(s, &c->ring);
 }
 
+/*
+ * The next sampling interval, uniform in [P/2, 3P/2) around the session's
+ * period P: with a fixed one, work that repeats in step with it (a loop
+ * of requests of a fixed length) is sampled at the same points of each
+ * round and its labels misread; a random interval breaks the step and
+ * keeps the mean rate. perf_swevent_hrtimer() forwards the timer by the
+ * event's sample_period after the handler returns, so this is the time to
+ * the next overflow (on time), and the grid a late one is counted on.
+ * xorshift64, per CPU, interrupts off; P/2 stays above perf's 10 us
+ * floor (PLABEL_HZ_MAX).
+ */
+static u64 plabel_next_period(struct plabel_session *s, struct plabel_cpu *c)
+{
+	u64 x = c->rnd;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	c->rnd = x;
+	return s->period_ns / 2 + (((x >> 32) * s->period_ns) >> 32);
+}
+
 static void plabel_overflow(struct perf_event *event,
 			    struct perf_sample_data *data,
 			    struct pt_regs *regs)
@@ -414,6 +436,9 @@ static void plabel_overflow(struct perf_event *event,
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	u64 t0 = local_clock();
 	u32 weight = plabel_sample_weight(s, event, c);
+
+	c->period = plabel_next_period(s, c);
+	event->hw.sample_period = c->period;
 
 	if (regs && !is_idle_task(current) &&
 	    plabel_session_wants(s, current->tgid))
@@ -450,6 +475,7 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 static int plabel_cpu_online(unsigned int cpu)
 {
 	struct plabel_session *s = plabel_hp_session;
+	struct plabel_cpu *c = s->cpu[cpu];
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.config = PERF_COUNT_SW_CPU_CLOCK,
@@ -460,6 +486,9 @@ static int plabel_cpu_online(unsigned int cpu)
 	};
 	struct perf_event *event;
 
+	/* a new counter: its first interval is the period, no grid yet */
+	c->period = s->period_ns;
+	c->last_expiry = 0;
 	event = perf_event_create_kernel_counter(&attr, cpu, NULL,
 						 plabel_overflow, s);
 	if (IS_ERR(event))

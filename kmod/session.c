@@ -25,6 +25,7 @@
 #include <linux/hash.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
+#include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -530,6 +531,7 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 					   cpu_to_node(cpu));
 		if (!s->cpu[cpu])
 			return -ENOMEM;
+		s->cpu[cpu]->rnd = get_random_u64() | 1;
 		ret = plabel_ring_alloc(&s->cpu[cpu]->ring, s->ring_size,
 					cpu_to_node(cpu));
 		if (ret)

@@ -71,6 +71,8 @@ struct plabel_cpu {
 	struct plabel_ring ring;
 	u64 last_expiry;	/* timer expiry of the last overflow here */
 	const void *last_task;	/* current then; compared, never followed */
+	u64 period;		/* the timer's interval since then */
+	u64 rnd;		/* xorshift64 state for the next period */
 	struct plabel_mm_ref cache[PLABEL_MM_CACHE];
 	unsigned int cache_next;
 	struct plabel_mm_ref pending[PLABEL_MM_PENDING];

@@ -740,6 +740,94 @@ TEST(samples_carry_thread_cpu_time)
 	close(fd);
 }
 
+/*
+ * The sampling interval varies at random around the period, so that work
+ * repeating in step with a fixed period is not sampled at the same point
+ * of every round: a thread alone on CPU 0 sees its samples (one per
+ * overflow; a late one's copies share its time) come between 1/2 and 3/2
+ * of a period apart, a quarter of them under 3/4 and a quarter over 5/4,
+ * and about one period apart on average. A fixed period puts nearly all
+ * of them at one period, late interrupts aside.
+ */
+static void *iv_thread_fn(void *arg)
+{
+	struct ct_thread *c = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	c->err = sched_setaffinity(0, sizeof(set), &set);
+	c->tid = su_gettid();
+	pthread_barrier_wait(&ct_start);
+	su_burn_until(ct_until);
+	return NULL;
+}
+
+TEST(sampling_interval_varies)
+{
+	const uint64_t period = 1000000000ull / 999;
+	struct plabel_rec_sample **v;
+	struct su_stream st = { 0 };
+	struct plabel_rec_header *h;
+	struct ct_thread c = { 0 };
+	struct su_reader rd;
+	size_t off, n = 0, k, gaps = 0, shorter = 0, longer = 0, odd = 0;
+	uint64_t sum = 0, g;
+	pthread_t t;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, 0, 999, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	ASSERT_EQ(0, pthread_barrier_init(&ct_start, NULL, 2));
+	ASSERT_EQ(0, pthread_create(&t, NULL, iv_thread_fn, &c));
+	ct_until = su_now_ns() + 600000000ull;
+	pthread_barrier_wait(&ct_start);
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	ASSERT_EQ(0, c.err);
+	pthread_barrier_destroy(&ct_start);
+	READ_STREAM(&rd, &st);
+	v = calloc(su_count(&st, PLABEL_REC_SAMPLE) + 1, sizeof(*v));
+	ASSERT_NE(NULL, v);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type == PLABEL_REC_SAMPLE && r->tid == (uint32_t)c.tid &&
+		    r->cpu == 0)
+			v[n++] = r;
+	}
+	qsort(v, n, sizeof(*v), ct_time_cmp);
+	for (k = 1; k < n; k++) {
+		if (v[k]->time_ns == v[k - 1]->time_ns)
+			continue;	/* a late overflow's copy */
+		g = v[k]->time_ns - v[k - 1]->time_ns;
+		gaps++;
+		sum += g;
+		shorter += g < period * 3 / 4;
+		longer += g > period * 5 / 4 && g < period * 3 / 2;
+		/* earlier than half a period: only after a late one */
+		odd += g < period * 2 / 5;
+	}
+	TH_LOG("%zu intervals, mean %.3f periods; %.0f%% under 3/4, %.0f%% between 5/4 and 3/2, %zu under 2/5",
+	       gaps, gaps ? (double)sum / gaps / period : 0,
+	       gaps ? 100.0 * shorter / gaps : 0,
+	       gaps ? 100.0 * longer / gaps : 0, odd);
+	ASSERT_LT(200U, gaps);
+	EXPECT_LT(0.12 * gaps, (double)shorter);
+	EXPECT_GT(0.40 * gaps, (double)shorter);
+	EXPECT_LT(0.12 * gaps, (double)longer);
+	EXPECT_LT(0.8 * period * gaps, (double)sum);
+	EXPECT_GT(1.3 * period * gaps, (double)sum);
+	EXPECT_GE(gaps / 20, odd);
+	free(v);
+	su_stream_free(&st);
+	close(fd);
+}
+
 /* --- call chains ------------------------------------------------------- */
 
 static uint64_t burn_ret;	/* return address into burn_outer */
