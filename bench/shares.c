@@ -3,7 +3,7 @@
  * shares: threads with known CPU shares under distinct labels, for the
  * accuracy benchmark.
  *
- *   shares [--threads N] [--unit-ms MS] [--switch-us US]
+ *   shares [--threads N] [--unit-ms MS] [--switch-us US [--cycle 1]]
  *
  * Thread i (0 <= i < N, N from 2 to 8, default 4) labels itself
  * share=t<i> and burns CPU until its own CPU time reaches (i + 1) * MS ms
@@ -22,8 +22,10 @@
  * MS ms (the same total as without). The shares are again about 1 : 2 :
  * ... : N, but every thread changes label many times a sampling period,
  * in no fixed rhythm (a fixed cycle would beat with the sampling period).
- * What each label got, from the thread's CPU clock around each request,
- * is printed as
+ * With --cycle 1 the requests go t0, t1, .. t<N-1> in turn instead, each
+ * exactly (j + 1) * US us: a fixed round, the case a fixed sampling period
+ * would beat with. What each label got, from the thread's CPU clock
+ * around each request, is printed as
  *
  *   label t<j> cpu_ns <ns>
  */
@@ -41,6 +43,7 @@
 static pthread_barrier_t plabel_shares_start;
 static uint64_t plabel_shares_unit_ns;
 static uint64_t plabel_shares_switch_ns;	/* 0: one label a thread */
+static int plabel_shares_cycle;			/* --cycle */
 static int plabel_shares_n;
 static struct plabel_labels *plabel_shares_sets[PLABEL_SHARES_MAX];
 static volatile uint64_t plabel_shares_sink;
@@ -85,7 +88,7 @@ static void *plabel_shares_switching(struct plabel_shares_arg *a)
 	uint64_t goal = (uint64_t)(plabel_shares_n + 1) * plabel_shares_unit_ns / 2;
 	uint64_t x = (uint64_t)a->idx, rnd = 0x9e3779b97f4a7c15ULL * (a->idx + 1);
 	uint64_t t0, t, len;
-	int j;
+	int j = -1;
 
 	pthread_barrier_wait(&plabel_shares_start);
 	t = plabel_shares_thread_cpu();
@@ -96,9 +99,15 @@ static void *plabel_shares_switching(struct plabel_shares_arg *a)
 		rnd ^= rnd << 13;
 		rnd ^= rnd >> 7;
 		rnd ^= rnd << 17;
-		j = (int)((rnd >> 32) % (uint64_t)plabel_shares_n);
-		len = (uint64_t)(j + 1) * plabel_shares_switch_ns;
-		len = len / 2 + (rnd & 0xffff) * len / 0x10000;
+		if (plabel_shares_cycle) {
+			/* t0, t1, .. in turn, each its exact length */
+			j = (j + 1) % plabel_shares_n;
+			len = (uint64_t)(j + 1) * plabel_shares_switch_ns;
+		} else {
+			j = (int)((rnd >> 32) % (uint64_t)plabel_shares_n);
+			len = (uint64_t)(j + 1) * plabel_shares_switch_ns;
+			len = len / 2 + (rnd & 0xffff) * len / 0x10000;
+		}
 		err = plabel_switch(plabel_shares_sets[j]);
 		if (err && !a->err)
 			a->err = err;
@@ -154,12 +163,14 @@ int main(int argc, char **argv)
 			unit_ms = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--switch-us"))
 			switch_us = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--cycle"))
+			plabel_shares_cycle = atoi(argv[i + 1]);
 		else
 			break;
 	}
 	if (i < argc || n < 2 || n > PLABEL_SHARES_MAX || unit_ms < 1 ||
 	    switch_us < 0) {
-		fprintf(stderr, "usage: shares [--threads 2..8] [--unit-ms MS] [--switch-us US]\n");
+		fprintf(stderr, "usage: shares [--threads 2..8] [--unit-ms MS] [--switch-us US [--cycle 1]]\n");
 		return 2;
 	}
 	plabel_shares_n = n;

@@ -233,6 +233,13 @@ if want accuracy; then
 		plabel_4t_switch_999hz --switch-us 100
 	acc go_4t_switch_100hz $B/shares_go -o "$TMP/go_4t_switch_100hz.pb.gz" \
 		-threads 4 -unit-ms 400 -switch-us 100
+	# the same requests in a fixed 1 ms round: t0, t1, t2, t3 in turn
+	acc plabel_4t_cycle_99hz plabel_shares 4 400 99 \
+		plabel_4t_cycle_99hz --switch-us 100 --cycle 1
+	acc plabel_4t_cycle_999hz plabel_shares 4 400 999 \
+		plabel_4t_cycle_999hz --switch-us 100 --cycle 1
+	acc go_4t_cycle_100hz $B/shares_go -o "$TMP/go_4t_cycle_100hz.pb.gz" \
+		-threads 4 -unit-ms 400 -switch-us 100 -cycle
 fi
 
 # --- 5. memory -----------------------------------------------------------

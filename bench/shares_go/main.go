@@ -16,6 +16,7 @@
 // (at random) of (j + 1) * US us of its thread's CPU time, until the thread
 // has used (N + 1) / 2 * MS ms; what each label got, from the thread's CPU
 // clock around each request, is printed as "label t<j> cpu_ns <ns>".
+// With -cycle the requests go t0, t1, .. in turn, each exactly its length.
 package main
 
 import (
@@ -52,23 +53,32 @@ func burnShort(x uint64) uint64 {
 
 // switching is one goroutine of -switch-us: requests under random labels;
 // labelNs[j] gets the CPU time of the requests under t<j>.
-func switching(i, n int, unitMs, switchUs int64, ctxs []context.Context,
-	labelNs []int64, ready *sync.WaitGroup, start chan struct{}) {
+func switching(i, n int, unitMs, switchUs int64, cycle bool,
+	ctxs []context.Context, labelNs []int64, ready *sync.WaitGroup,
+	start chan struct{}) {
 	runtime.LockOSThread()
 	goal := int64(n+1) * unitMs * 1000000 / 2
 	x := uint64(i)
 	rnd := 0x9e3779b97f4a7c15 * uint64(i+1)
+	j := -1
 	ready.Done()
 	<-start
 	t := threadClock()
 	for t < goal {
-		// xorshift64: the label and a length of 1/2 to 3/2 of its mean
-		rnd ^= rnd << 13
-		rnd ^= rnd >> 7
-		rnd ^= rnd << 17
-		j := int((rnd >> 32) % uint64(n))
-		mean := int64(j+1) * switchUs * 1000
-		length := mean/2 + int64(rnd&0xffff)*mean/0x10000
+		var length int64
+		if cycle {
+			// t0, t1, .. in turn, each its exact length
+			j = (j + 1) % n
+			length = int64(j+1) * switchUs * 1000
+		} else {
+			// xorshift64: the label and a length of 1/2 to 3/2 of its mean
+			rnd ^= rnd << 13
+			rnd ^= rnd >> 7
+			rnd ^= rnd << 17
+			j = int((rnd >> 32) % uint64(n))
+			mean := int64(j+1) * switchUs * 1000
+			length = mean/2 + int64(rnd&0xffff)*mean/0x10000
+		}
 		pprof.SetGoroutineLabels(ctxs[j])
 		t0 := threadClock()
 		for t-t0 < length {
@@ -119,6 +129,7 @@ func main() {
 	n := flag.Int("threads", 4, "threads, 2 to 8")
 	unitMs := flag.Int("unit-ms", 250, "CPU time of thread 0, ms")
 	switchUs := flag.Int("switch-us", 0, "switch labels every request of (j + 1) * this many us")
+	cycle := flag.Bool("cycle", false, "with -switch-us: requests in turn, of exact lengths")
 	flag.Parse()
 	if *n < 2 || *n > 8 || *unitMs < 1 || *switchUs < 0 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "shares: -threads wants 2..8, -unit-ms > 0, -switch-us >= 0")
@@ -150,7 +161,7 @@ func main() {
 			go func(i int) {
 				defer wg.Done()
 				switching(i, *n, int64(*unitMs), int64(*switchUs),
-					ctxs, labelNs[i], &ready, start)
+					*cycle, ctxs, labelNs[i], &ready, start)
 			}(i)
 			continue
 		}
