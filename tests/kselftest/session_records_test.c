@@ -809,7 +809,10 @@ TEST(sampling_interval_varies)
 		sum += g;
 		shorter += g < period * 3 / 4;
 		longer += g > period * 5 / 4 && g < period * 3 / 2;
-		/* earlier than half a period: only after a late one */
+		/*
+		 * well under half a period: only after a late one, when the
+		 * timer catches up with its grid
+		 */
 		odd += g < period * 2 / 5;
 	}
 	TH_LOG("%zu intervals, mean %.3f periods; %.0f%% under 3/4, %.0f%% between 5/4 and 3/2, %zu under 2/5",
@@ -818,11 +821,11 @@ TEST(sampling_interval_varies)
 	       gaps ? 100.0 * longer / gaps : 0, odd);
 	ASSERT_LT(200U, gaps);
 	EXPECT_LT(0.12 * gaps, (double)shorter);
-	EXPECT_GT(0.40 * gaps, (double)shorter);
+	EXPECT_GT(0.45 * gaps, (double)shorter);
 	EXPECT_LT(0.12 * gaps, (double)longer);
 	EXPECT_LT(0.8 * period * gaps, (double)sum);
 	EXPECT_GT(1.3 * period * gaps, (double)sum);
-	EXPECT_GE(gaps / 20, odd);
+	EXPECT_GE(gaps / 10, odd);
 	free(v);
 	su_stream_free(&st);
 	close(fd);
