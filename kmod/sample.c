@@ -270,8 +270,8 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
  */
 #ifdef CONFIG_SCHED_INFO
 /* Of n periods since last, those after current was switched in. */
-static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
-			      u64 last, u64 expiry, u64 n)
+static u64 plabel_periods_ran(struct plabel_cpu *c, u64 last, u64 expiry,
+			      u64 n)
 {
 	/* switch-in time, from sched_clock to the timer's CLOCK_MONOTONIC */
 	u64 arrival = current->sched_info.last_arrival + ktime_get_ns() -
@@ -288,15 +288,14 @@ static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
  * Without the switch-in time (no CONFIG_SCHED_INFO): all n when the same
  * task was interrupted at the previous overflow too, else one.
  */
-static u64 plabel_periods_ran(struct plabel_session *s, struct plabel_cpu *c,
-			      u64 last, u64 expiry, u64 n)
+static u64 plabel_periods_ran(struct plabel_cpu *c, u64 last, u64 expiry,
+			      u64 n)
 {
 	return c->last_task == current ? n : 1;
 }
 #endif
 
-static u32 plabel_sample_weight(struct plabel_session *s,
-				struct perf_event *event, struct plabel_cpu *c)
+static u32 plabel_sample_weight(struct perf_event *event, struct plabel_cpu *c)
 {
 	u64 expiry = hrtimer_get_expires_ns(&event->hw.hrtimer);
 	u64 last = c->last_expiry, n = 1;
@@ -305,7 +304,7 @@ static u32 plabel_sample_weight(struct plabel_session *s,
 		n = div64_u64(expiry - last + c->period / 2, c->period);
 		/* on time: one, without reading the clocks */
 		if (n > 1)
-			n = plabel_periods_ran(s, c, last, expiry, n);
+			n = plabel_periods_ran(c, last, expiry, n);
 	}
 	c->last_expiry = expiry;
 	c->last_task = current;
@@ -435,7 +434,7 @@ static void plabel_overflow(struct perf_event *event,
 	struct plabel_session *s = event->overflow_handler_context;
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	u64 t0 = local_clock();
-	u32 weight = plabel_sample_weight(s, event, c);
+	u32 weight = plabel_sample_weight(event, c);
 
 	c->period = plabel_next_period(s, c);
 	event->hw.sample_period = c->period;
