@@ -122,14 +122,24 @@ t_ok "record -p: worker=alpha sampled" e2e_between "$a" 1 100
 # -p of two: the first to end leaves the reader asleep, not polling its
 # pidfd over and over, until the second ends
 if command -v strace >/dev/null; then
+	D=$E2E_OUT/pid2
+	# B waits for the go file, then spins 4 s: all of it falls in the
+	# recording however long the reader takes to start
 	sleep 60 &
 	p1=$!
-	"$E2E_BIN/spin" 4000 &
+	sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done; exec "$2" 4000' \
+		- "$D.go" "$E2E_BIN/spin" &
 	p2=$!
-	D=$E2E_OUT/pid2
 	strace -f -qq -c -e trace=poll -o "$D.strace" \
 		"$PLABEL" record -o "$D" -p "$p1,$p2" >"$D.log" 2>&1 &
 	rec=$!
+	# the reader makes its directory once the session is open
+	i=0
+	while [ ! -d "$D" ] && [ $i -lt 600 ] && kill -0 "$rec" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	touch "$D.go"
 	sleep 1.5
 	kill "$p1"
 	wait "$rec"
