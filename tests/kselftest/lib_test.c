@@ -22,6 +22,15 @@
 #include "plabel_uapi.h"
 #include "kselftest/kselftest_harness.h"
 
+/*
+ * Some tests here wait on the module's deferred work (sets_released) or
+ * make thousands of calls (random_kernel_agrees): a few seconds each, but
+ * on the debugging kernel in a guest whose host is busy, over the
+ * harness's 30. The runner's limit per program still bounds the whole.
+ */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 150
+
 #define DEV		"/dev/plabel"
 #define EXEC_ENV	"PLABEL_LIB_TEST_EXPECT"
 #define SYSCTL		"/proc/sys/kernel/plabel/"
