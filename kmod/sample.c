@@ -317,16 +317,26 @@ static u32 plabel_sample_weight(struct perf_event *event, struct plabel_cpu *c)
  * adds to sum_exec_runtime at ticks and switches; the time since, counted
  * from exec_start, is added here where exec_start is on local_clock()'s
  * scale (rq->clock_task equals rq->clock without interrupt or steal time
- * accounting). Another CPU may update both while they are read (waking a
- * task onto this CPU's runqueue). The fair class stores exec_start first,
- * the others (update_current_exec_runtime()) the sum first, so a torn
- * pair is up to a tick low or high; either way one of the two changes
- * under the reads, which are then retried. A few times at most: in an
- * interrupt, a rare torn reading is better than a loop (the reader weighs
- * a reading below its thread's highest as nothing). Where sched_clock is
- * not stable across CPUs, a start taken from another CPU's view of this
- * runqueue's clock may lie a little ahead of local_clock(): the time
- * since then counts as none, a low reading too.
+ * accounting).
+ *
+ * Not while a reschedule is pending: a wakeup that preempts current asks
+ * the coming __schedule() to skip its clock update (check_preempt_curr(),
+ * wakeup_preempt()), so the stretch from that wakeup's clock reading to
+ * the switch is charged to the next task, never to current; on a virtual
+ * CPU the reschedule interrupt may take a millisecond. The sum alone is
+ * then what current will have been charged, and the next sample carries
+ * the rest.
+ *
+ * Another CPU may update both while they are read (waking a task onto
+ * this CPU's runqueue). The fair class stores exec_start first, the
+ * others (update_current_exec_runtime()) the sum first, so a torn pair is
+ * up to a tick low or high; either way one of the two changes under the
+ * reads, which are then retried. A few times at most: in an interrupt, a
+ * rare torn reading is better than a loop (the reader weighs a reading
+ * below its thread's highest as nothing). Where sched_clock is not stable
+ * across CPUs, a start taken from another CPU's view of this runqueue's
+ * clock may lie a little ahead of local_clock(): the time since then
+ * counts as none, a low reading too.
  */
 static u64 plabel_task_cpu_ns(u64 now)
 {
@@ -335,7 +345,8 @@ static u64 plabel_task_cpu_ns(u64 now)
 	int tries = 3;
 
 	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING) ||
-	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+	    IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING) ||
+	    test_tsk_need_resched(current))
 		return READ_ONCE(se->sum_exec_runtime);
 	do {
 		start = READ_ONCE(se->exec_start);

@@ -594,8 +594,10 @@ TEST(accuracy_three_to_one)
 /*
  * Samples carry their thread's CPU time: with two threads sharing one CPU
  * it grows about half as fast as the clock, it never runs ahead of what
- * the thread reads itself, and back only rarely and by less than a
- * tick (see plabel_task_cpu_ns()), and between two overflows a
+ * the thread reads itself (with a reschedule pending it is the sum alone:
+ * the scheduler may charge the time since the waking to the next task),
+ * and back only rarely and by less than a tick (see
+ * plabel_task_cpu_ns()), and between two overflows a
  * thread running alone has moved on, though the scheduler accounts at
  * ticks (4 ms at HZ=250), not every 1 ms sample.
  */
