@@ -328,15 +328,16 @@ static u32 plabel_sample_weight(struct perf_event *event, struct plabel_cpu *c)
  * the rest.
  *
  * Another CPU may update both while they are read (waking a task onto
- * this CPU's runqueue). The fair class stores exec_start first, the
- * others (update_current_exec_runtime()) the sum first, so a torn pair is
- * up to a tick low or high; either way one of the two changes under the
- * reads, which are then retried. A few times at most: in an interrupt, a
- * rare torn reading is better than a loop (the reader weighs a reading
- * below its thread's highest as nothing). Where sched_clock is not stable
- * across CPUs, a start taken from another CPU's view of this runqueue's
- * clock may lie a little ahead of local_clock(): the time since then
- * counts as none, a low reading too.
+ * this CPU's runqueue). The fair class stores exec_start first, so a pair
+ * torn by that is low; the others (update_current_exec_runtime()) store
+ * the sum first, so theirs may be up to a tick high. A store that lands
+ * between the two reads of either field is seen, and the reads retried a
+ * few times at most: in an interrupt, a rare torn reading is better than
+ * a loop (the reader weighs a reading below its thread's highest as
+ * nothing, and a high one is made good by the next readings standing for
+ * less). Where sched_clock is not stable across CPUs, a start taken from
+ * another CPU's view of this runqueue's clock may lie a little ahead of
+ * local_clock(): the time since then counts as none, a low reading too.
  */
 static u64 plabel_task_cpu_ns(u64 now)
 {
