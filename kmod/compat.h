@@ -22,4 +22,15 @@
 #define PLABEL_SYSCTL_SENTINEL	{ }
 #endif
 
+/*
+ * Tasks that share a user mm but never run in user mode: io_uring workers,
+ * and from 6.4 on vhost and other user workers (PF_USER_WORKER).
+ */
+#include <linux/sched.h>
+#ifdef PF_USER_WORKER
+#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER | PF_USER_WORKER)
+#else
+#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER)
+#endif
+
 #endif /* PLABEL_COMPAT_H */

@@ -26,6 +26,8 @@
 #include "plabel_uapi.h"
 
 struct task_struct;
+struct cred;
+struct pid;
 struct pt_regs;
 struct dentry;
 struct plabel_session;
@@ -40,15 +42,33 @@ extern unsigned int plabel_sample_hz;
 extern unsigned int plabel_max_stack;
 extern unsigned int plabel_stack_size;
 extern unsigned int plabel_ring_kb;
+extern unsigned int plabel_max_refs_per_file;
+extern unsigned int plabel_max_tasks_per_user;
 
 /* debugfs directory (main.c), NULL when debugfs is absent. */
 extern struct dentry *plabel_debugfs_dir;
 
+/*
+ * Quota record of one user (see labels.c): sets and bytes under the intern
+ * lock, tasks atomic (the clone probe charges it).
+ */
+struct plabel_user {
+	struct hlist_node node;
+	kuid_t uid;
+	u32 sets;
+	u64 bytes;
+	atomic_t tasks;		/* task entries (task.c) */
+};
+
 /* One interned label set. Immutable after creation but for refs. */
 struct plabel_set {
 	u64 id;
-	kuid_t owner;
+	kuid_t owner;		/* creator's euid, checked at sample time */
 	refcount_t refs;
+	struct plabel_user *user;	/* quota charged */
+	struct pid *creator;	/* thread group that interned it */
+	const struct cred *cred;	/* its credentials then */
+	bool dumpable;		/* it was dumpable then */
 	u32 count;		/* labels */
 	u32 bytes;		/* kernel memory it takes, for the quota */
 	/* session.c: generation of the last session that emitted it */
@@ -69,9 +89,13 @@ struct plabel_set {
 /* Per open file of /dev/plabel. */
 struct plabel_file {
 	struct xarray refs;		/* set id index -> set, one ref each */
+	u32 nrefs;			/* entries in refs, under lock */
 	struct mutex lock;		/* serializes refs updates, session */
 	struct plabel_session *session;	/* session.c, NULL when none */
 };
+
+/* main.c: a sized ioctl argument in (see main.c), process context */
+int plabel_args_in(void *karg, size_t ksize, void __user *uarg, u32 *usize);
 
 /* labels.c */
 int plabel_labels_init(void);
@@ -85,6 +109,16 @@ struct plabel_set *plabel_set_lookup_rcu(u64 id);
 /* Process context: a live set with that id and a reference, else NULL. */
 struct plabel_set *plabel_set_get_id(u64 id);
 void plabel_set_get(struct plabel_set *set);
+/*
+ * Process context: whether current may name @set or read its labels, as
+ * ptrace read access to the process that interned it.
+ */
+bool plabel_set_may_access(const struct plabel_set *set);
+/* Process context: current's quota record, created when missing. */
+struct plabel_user *plabel_user_current(void);
+/* Any context: one task entry more (false: over quota) or less; NULL ok. */
+bool plabel_user_charge_task(struct plabel_user *u);
+void plabel_user_uncharge_task(struct plabel_user *u);
 /*
  * Any context but NMI: drops a reference; the last one removes the set
  * from the tables through a work item and frees it after an RCU grace
@@ -121,8 +155,9 @@ void plabel_session_exit(void);
 bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 			     struct plabel_set *set, unsigned long stack_top);
 void plabel_session_on_exec(void);
-long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
-			  unsigned long arg);
+void plabel_session_on_exit(void);
+long plabel_session_ioctl(struct plabel_file *pf, struct file *file,
+			  unsigned int cmd, unsigned long arg);
 ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 			    char __user *buf, size_t len);
 __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,

@@ -2,8 +2,24 @@
 /*
  * Interned label sets.
  *
- * A set is a sorted list of (key, value) strings owned by the user (uid)
- * that interned it. The same labels from the same owner give the same set.
+ * A set is a sorted list of (key, value) strings interned by one process
+ * (thread group). The same labels from the same process give the same set;
+ * another process, even of the same user, gets a set of its own, so an id
+ * tells nothing about what other processes labeled.
+ *
+ * Who may use a set (plabel_set_may_access()):
+ * naming one in LABELS_SET, or reading its strings with LABELS_GET, is
+ * allowed as ptrace's read access to the process that interned it would
+ * be, with its credentials and dumpability at the time of the call (and
+ * those it had when it interned the set, once it is gone). The sampler, in
+ * interrupt context, only compares the effective uid a set was interned
+ * with (owner) with the interrupted thread's.
+ *
+ * Quotas are charged to the real uid of the caller, or where the caller
+ * runs in a user namespace, to the uid that owns its outermost user
+ * namespace, as ucounts do, so that ids mapped in namespaces share their
+ * owner's quota. A quota record (struct plabel_user) stays until the module
+ * is unloaded: there is at most one per user of the system.
  * Each set has a 64-bit id, (generation << 32 | index) where index is its
  * slot in plabel_ids, allocated cyclically; the generation grows each time
  * the index space wraps, so an id is never handed out twice.
@@ -23,15 +39,23 @@
  * but has refs == 0, and lookups treat it as gone. An intern that would
  * fail with -EDQUOT first waits for pending removals.
  *
+ * Every allocation made for a caller is charged to its memory cgroup
+ * (GFP_KERNEL_ACCOUNT, XA_FLAGS_ACCOUNT).
+ *
  * Lock order: pf->lock, then plabel_intern_lock, then the xarray lock.
  */
 #include <linux/debugfs.h>
+#include <linux/hash.h>
 #include <linux/hashtable.h>
 #include <linux/jhash.h>
 #include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/cred.h>
+#include <linux/capability.h>
+#include <linux/pid.h>
 #include <linux/random.h>
+#include <linux/sched/coredump.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -45,18 +69,11 @@
 #define PLABEL_SET_HASH_BITS	12
 #define PLABEL_USER_HASH_BITS	6
 
-/* Quota record of one owner; exists while the owner has sets. */
-struct plabel_user {
-	struct hlist_node node;
-	kuid_t uid;
-	u32 sets;
-	u64 bytes;
-};
 
 static DEFINE_MUTEX(plabel_intern_lock);
 static DEFINE_HASHTABLE(plabel_set_hash, PLABEL_SET_HASH_BITS);
 static DEFINE_HASHTABLE(plabel_user_hash, PLABEL_USER_HASH_BITS);
-static DEFINE_XARRAY_ALLOC1(plabel_ids);
+static DEFINE_XARRAY_FLAGS(plabel_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 static u32 plabel_id_next = 1;
 static u32 plabel_id_gen = 1;
 static atomic_long_t plabel_nr_sets = ATOMIC_LONG_INIT(0);
@@ -88,45 +105,79 @@ static struct plabel_user *plabel_user_find(kuid_t uid)
 	return NULL;
 }
 
-/* Charges one set of @bytes to @uid; -EDQUOT when over quota. */
-static int plabel_user_charge(kuid_t uid, u32 bytes)
+/*
+ * The uid current's quotas are charged to: its real uid, or the owner of
+ * its outermost user namespace below the initial one.
+ */
+static kuid_t plabel_quota_uid(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+	kuid_t uid = current_uid();
+
+	while (ns && ns != &init_user_ns) {
+		uid = ns->owner;
+		ns = ns->parent;
+	}
+	return uid;
+}
+
+struct plabel_user *plabel_user_current(void)
+{
+	kuid_t uid = plabel_quota_uid();
+	struct plabel_user *u;
+
+	mutex_lock(&plabel_intern_lock);
+	u = plabel_user_find(uid);
+	if (!u) {
+		u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+		if (u) {
+			u->uid = uid;
+			atomic_set(&u->tasks, 0);
+			hash_add(plabel_user_hash, &u->node, __kuid_val(uid));
+		}
+	}
+	mutex_unlock(&plabel_intern_lock);
+	return u;
+}
+
+/* Charges one set of @bytes to @u; -EDQUOT when over quota. */
+static int plabel_user_charge(struct plabel_user *u, u32 bytes)
 {
 	unsigned int max_sets = READ_ONCE(plabel_max_sets_per_user);
 	unsigned int max_bytes = READ_ONCE(plabel_max_bytes_per_user);
-	struct plabel_user *u;
 
 	lockdep_assert_held(&plabel_intern_lock);
-	u = plabel_user_find(uid);
-	if (!u) {
-		if (bytes > max_bytes || max_sets < 1)
-			return -EDQUOT;
-		u = kzalloc(sizeof(*u), GFP_KERNEL);
-		if (!u)
-			return -ENOMEM;
-		u->uid = uid;
-		hash_add(plabel_user_hash, &u->node, __kuid_val(uid));
-	} else if (u->sets + 1 > max_sets || u->bytes + bytes > max_bytes) {
+	if (u->sets + 1 > max_sets || u->bytes + bytes > max_bytes)
 		return -EDQUOT;
-	}
 	u->sets++;
 	u->bytes += bytes;
 	return 0;
 }
 
-static void plabel_user_uncharge(kuid_t uid, u32 bytes)
+static void plabel_user_uncharge(struct plabel_user *u, u32 bytes)
 {
-	struct plabel_user *u;
-
 	lockdep_assert_held(&plabel_intern_lock);
-	u = plabel_user_find(uid);
-	if (WARN_ON_ONCE(!u || !u->sets || u->bytes < bytes))
+	if (WARN_ON_ONCE(!u->sets || u->bytes < bytes))
 		return;
 	u->sets--;
 	u->bytes -= bytes;
-	if (!u->sets) {
-		hash_del(&u->node);
-		kfree(u);
+}
+
+bool plabel_user_charge_task(struct plabel_user *u)
+{
+	if (!u)
+		return true;
+	if (atomic_inc_return(&u->tasks) > READ_ONCE(plabel_max_tasks_per_user)) {
+		atomic_dec(&u->tasks);
+		return false;
 	}
+	return true;
+}
+
+void plabel_user_uncharge_task(struct plabel_user *u)
+{
+	if (u)
+		WARN_ON_ONCE(atomic_dec_return(&u->tasks) < 0);
 }
 
 /* Removes a set whose last reference is gone; frees it after RCU. */
@@ -135,8 +186,11 @@ static void plabel_set_destroy(struct plabel_set *set)
 	lockdep_assert_held(&plabel_intern_lock);
 	hash_del(&set->hnode);
 	xa_erase(&plabel_ids, plabel_id_index(set->id));
-	plabel_user_uncharge(set->owner, set->bytes);
+	plabel_user_uncharge(set->user, set->bytes);
 	atomic_long_dec(&plabel_nr_sets);
+	/* only holders of a reference look at these */
+	put_pid(set->creator);
+	put_cred(set->cred);
 	kvfree_rcu(set, rcu);
 }
 
@@ -190,6 +244,54 @@ struct plabel_set *plabel_set_get_id(u64 id)
 	return set;
 }
 
+/*
+ * Whether a caller with credentials @c may read what a process with
+ * credentials @t and dumpability @dumpable made: as ptrace's read access
+ * (__ptrace_may_access() with PTRACE_MODE_FSCREDS, and commoncap's check
+ * that the target has no capability the caller lacks), or CAP_SYS_PTRACE.
+ * Security modules' own ptrace rules (Yama) are not consulted.
+ */
+static bool plabel_cred_may_read(const struct cred *c, const struct cred *t,
+				 int dumpable)
+{
+	if (ns_capable_noaudit(t->user_ns, CAP_SYS_PTRACE))
+		return true;
+	if (!uid_eq(c->fsuid, t->euid) || !uid_eq(c->fsuid, t->suid) ||
+	    !uid_eq(c->fsuid, t->uid) || !gid_eq(c->fsgid, t->egid) ||
+	    !gid_eq(c->fsgid, t->sgid) || !gid_eq(c->fsgid, t->gid))
+		return false;
+	if (dumpable != SUID_DUMP_USER)
+		return false;
+	if (c->user_ns == t->user_ns &&
+	    !cap_issubset(t->cap_permitted, c->cap_permitted))
+		return false;
+	return true;
+}
+
+bool plabel_set_may_access(const struct plabel_set *set)
+{
+	const struct cred *tcred = set->cred;
+	int dumpable = set->dumpable ? SUID_DUMP_USER : SUID_DUMP_DISABLE;
+	struct task_struct *t;
+	bool ok;
+
+	if (set->creator == task_tgid(current))
+		return true;
+	rcu_read_lock();
+	/* the process as it is now, while it lives */
+	t = pid_task(set->creator, PIDTYPE_TGID);
+	if (t) {
+		tcred = __task_cred(t);
+		task_lock(t);
+		if (t->mm)
+			dumpable = get_dumpable(t->mm);
+		task_unlock(t);
+	}
+	ok = plabel_cred_may_read(current_cred(), tcred, dumpable);
+	rcu_read_unlock();
+	return ok;
+}
+
 static int plabel_label_cmp(const void *a, const void *b)
 {
 	const struct plabel_label_k *la = a, *lb = b;
@@ -199,7 +301,7 @@ static int plabel_label_cmp(const void *a, const void *b)
 
 static u32 plabel_set_hash_of(const struct plabel_set *set)
 {
-	u32 h = jhash_2words(__kuid_val(set->owner), set->count,
+	u32 h = jhash_2words(hash_ptr(set->creator, 32), set->count,
 			     plabel_hash_seed);
 	u32 i;
 
@@ -217,7 +319,7 @@ static bool plabel_set_same(const struct plabel_set *a,
 {
 	u32 i;
 
-	if (a->hash != b->hash || !uid_eq(a->owner, b->owner) ||
+	if (a->hash != b->hash || a->creator != b->creator ||
 	    a->count != b->count)
 		return false;
 	for (i = 0; i < a->count; i++) {
@@ -232,15 +334,29 @@ static bool plabel_set_same(const struct plabel_set *a,
 	return true;
 }
 
-/* Copies @len bytes from user memory to @dst, NUL-terminates, no NULs. */
+/*
+ * Copies @len bytes from user memory to @dst and NUL-terminates. Control
+ * bytes (below 0x20, and 0x7f) are refused: labels end up in terminals and
+ * text reports, where they could forge lines or send escape sequences.
+ */
 static int plabel_copy_string(char *dst, u64 src, u32 len)
 {
+	u32 i;
+
 	if (copy_from_user(dst, u64_to_user_ptr(src), len))
 		return -EFAULT;
-	if (memchr(dst, '\0', len))
-		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if ((u8)dst[i] < 0x20 || dst[i] == 0x7f)
+			return -EINVAL;
 	dst[len] = '\0';
 	return 0;
+}
+
+static void plabel_set_free_unpublished(struct plabel_set *set)
+{
+	put_pid(set->creator);
+	put_cred(set->cred);
+	kvfree(set);
 }
 
 /*
@@ -272,7 +388,10 @@ static struct plabel_set *plabel_set_build(const struct plabel_label *ul,
 	set = kvzalloc(size, GFP_KERNEL_ACCOUNT);
 	if (!set)
 		return ERR_PTR(-ENOMEM);
-	set->owner = current_uid();
+	set->owner = current_euid();
+	set->creator = get_task_pid(current, PIDTYPE_TGID);
+	set->cred = get_current_cred();
+	set->dumpable = current->mm && get_dumpable(current->mm) == SUID_DUMP_USER;
 	set->count = count;
 	set->bytes = size;
 	refcount_set(&set->refs, 1);
@@ -308,7 +427,7 @@ static struct plabel_set *plabel_set_build(const struct plabel_label *ul,
 	return set;
 
 err_free:
-	kvfree(set);
+	plabel_set_free_unpublished(set);
 	return ERR_PTR(err);
 }
 
@@ -316,7 +435,8 @@ err_free:
  * Returns the interned set equal to @new with a new reference (freeing
  * @new), or publishes @new with its first reference.
  */
-static struct plabel_set *plabel_intern(struct plabel_set *new)
+static struct plabel_set *plabel_intern(struct plabel_set *new,
+				       struct plabel_user *user)
 {
 	struct plabel_set *set;
 	bool flushed = false;
@@ -329,11 +449,11 @@ again:
 		if (plabel_set_same(set, new) &&
 		    refcount_inc_not_zero(&set->refs)) {
 			mutex_unlock(&plabel_intern_lock);
-			kvfree(new);
+			plabel_set_free_unpublished(new);
 			return set;
 		}
 	}
-	ret = plabel_user_charge(new->owner, new->bytes);
+	ret = plabel_user_charge(user, new->bytes);
 	if (ret == -EDQUOT && !flushed) {
 		/* Sets just put still hold quota until reaped: reap now. */
 		mutex_unlock(&plabel_intern_lock);
@@ -343,25 +463,26 @@ again:
 	}
 	if (ret)
 		goto err_unlock;
+	new->user = user;
 	/* Reserve the index, fill in the id, then publish. */
 	ret = xa_alloc_cyclic(&plabel_ids, &index, NULL, xa_limit_32b,
-			      &plabel_id_next, GFP_KERNEL);
+			      &plabel_id_next, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto err_uncharge;
 	if (ret == 1)
 		plabel_id_gen++;
 	new->id = (u64)plabel_id_gen << 32 | index;
-	xa_store(&plabel_ids, index, new, GFP_KERNEL);
+	xa_store(&plabel_ids, index, new, GFP_KERNEL_ACCOUNT);
 	hash_add(plabel_set_hash, &new->hnode, new->hash);
 	atomic_long_inc(&plabel_nr_sets);
 	mutex_unlock(&plabel_intern_lock);
 	return new;
 
 err_uncharge:
-	plabel_user_uncharge(new->owner, new->bytes);
+	plabel_user_uncharge(user, new->bytes);
 err_unlock:
 	mutex_unlock(&plabel_intern_lock);
-	kvfree(new);
+	plabel_set_free_unpublished(new);
 	return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
 }
 
@@ -369,7 +490,9 @@ int plabel_set_new(struct plabel_file *pf, struct plabel_set_new_args *args)
 {
 	struct plabel_label *ul;
 	struct plabel_set *set, *old;
+	struct plabel_user *user;
 	u32 count = args->count;
+	u64 id;
 	int err;
 
 	args->id = 0;
@@ -377,7 +500,10 @@ int plabel_set_new(struct plabel_file *pf, struct plabel_set_new_args *args)
 		return 0;
 	if (count > READ_ONCE(plabel_max_labels))
 		return -E2BIG;
-	ul = kmalloc_array(count, sizeof(*ul), GFP_KERNEL);
+	user = plabel_user_current();
+	if (!user)
+		return -ENOMEM;
+	ul = kmalloc_array(count, sizeof(*ul), GFP_KERNEL_ACCOUNT);
 	if (!ul)
 		return -ENOMEM;
 	if (copy_from_user(ul, u64_to_user_ptr(args->labels),
@@ -390,30 +516,38 @@ int plabel_set_new(struct plabel_file *pf, struct plabel_set_new_args *args)
 		err = PTR_ERR(set);
 		goto err_free;
 	}
-	set = plabel_intern(set);
+	set = plabel_intern(set, user);
 	if (IS_ERR(set)) {
 		err = PTR_ERR(set);
 		goto err_free;
 	}
 	kfree(ul);
 
-	/* The file keeps one reference per set. */
+	/*
+	 * The file keeps one reference per set. Once the lock is dropped
+	 * another thread's SET_PUT through this file may free the set: read
+	 * what is returned while holding it.
+	 */
 	mutex_lock(&pf->lock);
-	old = xa_load(&pf->refs, plabel_id_index(set->id));
+	id = set->id;
+	old = xa_load(&pf->refs, plabel_id_index(id));
 	if (old) {
 		WARN_ON_ONCE(old != set);
 		plabel_set_put(set);
 	} else {
-		err = xa_err(xa_store(&pf->refs, plabel_id_index(set->id), set,
-				      GFP_KERNEL));
+		err = -EDQUOT;
+		if (pf->nrefs < READ_ONCE(plabel_max_refs_per_file))
+			err = xa_err(xa_store(&pf->refs, plabel_id_index(id),
+					      set, GFP_KERNEL_ACCOUNT));
 		if (err) {
 			mutex_unlock(&pf->lock);
 			plabel_set_put(set);
 			return err;
 		}
+		pf->nrefs++;
 	}
 	mutex_unlock(&pf->lock);
-	args->id = set->id;
+	args->id = id;
 	return 0;
 
 err_free:
@@ -432,6 +566,7 @@ int plabel_set_put_id(struct plabel_file *pf, u64 id)
 		return -ENOENT;
 	}
 	xa_erase(&pf->refs, plabel_id_index(id));
+	pf->nrefs--;
 	mutex_unlock(&pf->lock);
 	plabel_set_put(set);
 	return 0;
@@ -456,9 +591,9 @@ static int plabel_users_show(struct seq_file *m, void *v)
 
 	mutex_lock(&plabel_intern_lock);
 	hash_for_each(plabel_user_hash, bkt, u, node)
-		seq_printf(m, "%u %u %llu\n",
+		seq_printf(m, "%u %u %llu %d\n",
 			   from_kuid_munged(&init_user_ns, u->uid), u->sets,
-			   u->bytes);
+			   u->bytes, atomic_read(&u->tasks));
 	mutex_unlock(&plabel_intern_lock);
 	return 0;
 }
@@ -480,7 +615,10 @@ int plabel_labels_init(void)
 void plabel_labels_exit(void)
 {
 	struct plabel_set *set;
+	struct plabel_user *u;
+	struct hlist_node *tmp;
 	unsigned long index;
+	int bkt;
 
 	rcu_barrier();
 	flush_work(&plabel_reap_work);
@@ -488,6 +626,11 @@ void plabel_labels_exit(void)
 	xa_for_each(&plabel_ids, index, set) {
 		WARN_ON_ONCE(1);
 		plabel_set_destroy(set);
+	}
+	hash_for_each_safe(plabel_user_hash, bkt, tmp, u, node) {
+		WARN_ON_ONCE(u->sets || atomic_read(&u->tasks));
+		hash_del(&u->node);
+		kfree(u);
 	}
 	mutex_unlock(&plabel_intern_lock);
 	xa_destroy(&plabel_ids);

@@ -31,6 +31,8 @@ unsigned int plabel_sample_hz = 99;
 unsigned int plabel_max_stack = 127;
 unsigned int plabel_stack_size = 8192;
 unsigned int plabel_ring_kb = 512;
+unsigned int plabel_max_refs_per_file = 4096;
+unsigned int plabel_max_tasks_per_user = 65536;
 
 struct dentry *plabel_debugfs_dir;
 
@@ -47,6 +49,8 @@ static unsigned int plabel_stack_max = 1024;
 static unsigned int plabel_snapshot_max = 65528;
 static unsigned int plabel_ring_min = 16;
 static unsigned int plabel_ring_max = 65536;
+static unsigned int plabel_refs_max = 1U << 20;
+static unsigned int plabel_tasks_max = 1U << 22;
 
 /* stack_size: like proc_douintvec_minmax, and a multiple of 8. */
 static int
@@ -98,6 +102,10 @@ static struct ctl_table plabel_sysctls[] = {
 			   plabel_snapshot_max, plabel_stack_size_handler),
 	PLABEL_UINT_SYSCTL("ring_kb", plabel_ring_kb, plabel_ring_min,
 			   plabel_ring_max, proc_douintvec_minmax),
+	PLABEL_UINT_SYSCTL("max_refs_per_file", plabel_max_refs_per_file,
+			   plabel_one, plabel_refs_max, proc_douintvec_minmax),
+	PLABEL_UINT_SYSCTL("max_tasks_per_user", plabel_max_tasks_per_user,
+			   plabel_one, plabel_tasks_max, proc_douintvec_minmax),
 	PLABEL_SYSCTL_SENTINEL
 };
 
@@ -107,10 +115,10 @@ static int plabel_open(struct inode *inode, struct file *file)
 {
 	struct plabel_file *pf;
 
-	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	pf = kzalloc(sizeof(*pf), GFP_KERNEL_ACCOUNT);
 	if (!pf)
 		return -ENOMEM;
-	xa_init(&pf->refs);
+	xa_init_flags(&pf->refs, XA_FLAGS_ACCOUNT);
 	mutex_init(&pf->lock);
 	file->private_data = pf;
 	return nonseekable_open(inode, file);
@@ -130,15 +138,18 @@ static int plabel_release(struct inode *inode, struct file *file)
 /*
  * Copies an ioctl argument in: the leading __u32 size says how much the
  * caller passed; shorter than the first version is -EINVAL, longer is fine
- * when the extra bytes are zero (copy_struct_from_user()).
+ * when the extra bytes are zero (copy_struct_from_user()), up to a page:
+ * more is -E2BIG, as for openat2() and clone3(), so that no call scans
+ * gigabytes for nonzero bytes.
  */
-static int plabel_args_in(void *karg, size_t ksize, void __user *uarg,
-			  u32 *usize)
+int plabel_args_in(void *karg, size_t ksize, void __user *uarg, u32 *usize)
 {
 	if (get_user(*usize, (u32 __user *)uarg))
 		return -EFAULT;
 	if (*usize < ksize)
 		return -EINVAL;
+	if (*usize > PAGE_SIZE)
+		return -E2BIG;
 	return copy_struct_from_user(karg, ksize, uarg, *usize);
 }
 
@@ -216,7 +227,7 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 		return plabel_ioctl_slot_set(&a.slot);
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_START):
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_STOP):
-		return plabel_session_ioctl(pf, cmd, arg);
+		return plabel_session_ioctl(pf, file, cmd, arg);
 	}
 	return -ENOTTY;
 }

@@ -24,6 +24,7 @@
 #include <asm/fsgsbase.h>
 #include <asm/unwind.h>
 
+#include "compat.h"
 #include "session.h"
 
 DEFINE_PER_CPU(struct plabel_stats, plabel_stats);
@@ -37,8 +38,8 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 {
 	if (regs && user_mode(regs))
 		return regs;
-	/* io_uring workers share a user mm but have no user registers */
-	if (!current->mm || (current->flags & (PF_KTHREAD | PF_IO_WORKER)))
+	/* io_uring and vhost workers share a user mm, not user registers */
+	if (!current->mm || (current->flags & PLABEL_PF_NO_USER))
 		return NULL;
 	return task_pt_regs(current);
 }
@@ -78,7 +79,7 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 				u32 max, u32 *flags)
 {
 	unsigned long fp = uregs->bp, next;
-	u64 batch[PLABEL_FP_BATCH], ret;
+	u64 batch[PLABEL_FP_BATCH], ret, frame[2];
 	u32 nb = 1;
 	u16 n = 1;
 
@@ -86,8 +87,16 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 	/*
 	 * current's mm is the loaded one: this runs in its process context
 	 * or interrupts it, never inside switch_mm (interrupts off there).
+	 * The first frame is read with copy_from_user_nofault() all the
+	 * same: it asks nmi_uaccess_okay() (not exported to modules), as
+	 * perf's walk does, whether this CPU's page tables are current's;
+	 * the answer cannot change while this runs with interrupts off.
 	 */
 	if (!user_64bit_mode(uregs))
+		goto out;
+	if (fp && !(fp & 7) && fp >= uregs->sp &&
+	    copy_from_user_nofault(frame, (const void __user *)fp,
+				   sizeof(frame)))
 		goto out;
 	pagefault_disable();
 	for (;;) {
@@ -502,8 +511,14 @@ static int plabel_cpu_online(unsigned int cpu)
 	c->last_expiry = 0;
 	event = perf_event_create_kernel_counter(&attr, cpu, NULL,
 						 plabel_overflow, s);
-	if (IS_ERR(event))
-		return PTR_ERR(event);
+	/*
+	 * A CPU's bring-up must not fail for want of a profiling counter:
+	 * count it (debugfs online_failed) and leave that CPU unsampled.
+	 */
+	if (IS_ERR(event)) {
+		this_cpu_inc(plabel_stats.online_failed);
+		return 0;
+	}
 	per_cpu(plabel_event, cpu) = event;
 	return 0;
 }

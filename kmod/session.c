@@ -58,11 +58,19 @@ static u32 plabel_tree_slot(pid_t tgid)
 	return hash_32((u32)tgid, ilog2(PLABEL_TREE_SLOTS));
 }
 
+/*
+ * The TREE table: open addressing with linear probing over at most
+ * PLABEL_TREE_PROBE slots, lock-free. A process leaves it when its last
+ * thread exits: its slot becomes a tombstone, which a later add may take
+ * again, so the table holds the processes alive now, not all there ever
+ * were. Concurrent adds of one tgid may leave two copies; removal clears
+ * every copy.
+ */
 static bool plabel_tree_has(struct plabel_session *s, pid_t tgid)
 {
 	u32 i = plabel_tree_slot(tgid), n;
 
-	for (n = 0; n < PLABEL_TREE_SLOTS; n++) {
+	for (n = 0; n < PLABEL_TREE_PROBE; n++) {
 		pid_t v = READ_ONCE(s->tree[i]);
 
 		if (v == tgid)
@@ -74,23 +82,48 @@ static bool plabel_tree_has(struct plabel_session *s, pid_t tgid)
 	return false;
 }
 
-/* Any context; lock-free, entries are never removed. */
+/* Any context. */
 static void plabel_tree_add(struct plabel_session *s, pid_t tgid)
 {
 	u32 i = plabel_tree_slot(tgid), n;
 
 	if (plabel_tree_has(s, tgid))
 		return;
-	if (atomic_inc_return(&s->tree_count) > PLABEL_TREE_MAX) {
+	if (atomic_inc_return(&s->tree_count) > PLABEL_TREE_MAX)
+		goto err_full;
+	for (n = 0; n < PLABEL_TREE_PROBE; n++) {
+		pid_t v = READ_ONCE(s->tree[i]);
+
+		if ((v == 0 || v == PLABEL_TREE_TOMB) &&
+		    cmpxchg(&s->tree[i], v, tgid) == v)
+			return;
+		if (v == tgid)
+			break;	/* added meanwhile */
+		i = (i + 1) & (PLABEL_TREE_SLOTS - 1);
+	}
+	if (n < PLABEL_TREE_PROBE) {
 		atomic_dec(&s->tree_count);
-		this_cpu_inc(plabel_stats.tree_full);
 		return;
 	}
-	for (n = 0; n < PLABEL_TREE_SLOTS; n++) {
-		pid_t v = cmpxchg(&s->tree[i], 0, tgid);
+err_full:
+	atomic_dec(&s->tree_count);
+	this_cpu_inc(plabel_stats.tree_full);
+	atomic64_inc(&s->lost_procs);
+}
 
-		if (!v || v == tgid)
+/* Any context: tgid has exited. */
+static void plabel_tree_remove(struct plabel_session *s, pid_t tgid)
+{
+	u32 i = plabel_tree_slot(tgid), n;
+
+	for (n = 0; n < PLABEL_TREE_PROBE; n++) {
+		pid_t v = READ_ONCE(s->tree[i]);
+
+		if (!v)
 			return;
+		if (v == tgid &&
+		    cmpxchg(&s->tree[i], tgid, PLABEL_TREE_TOMB) == tgid)
+			atomic_dec(&s->tree_count);
 		i = (i + 1) & (PLABEL_TREE_SLOTS - 1);
 	}
 }
@@ -127,6 +160,7 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 		.hdr.type = PLABEL_REC_LABELSET,
 		.id = set->id,
 		.count = set->count,
+		.uid = from_kuid_munged(&init_user_ns, set->owner),
 	};
 	struct plabel_wr w;
 	u32 size = sizeof(rec), i;
@@ -275,6 +309,7 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 {
 	struct vm_area_struct *vma;
 	char *root = NULL;
+	u32 maps = 0;
 	size_t rlen;
 	VMA_ITERATOR(vmi, mm, 0);
 
@@ -285,6 +320,11 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 
 		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
 			continue;
+		if (++maps > PLABEL_SCAN_MAPS) {
+			/* the rest is counted, not reported */
+			atomic64_inc(&s->lost_maps);
+			continue;
+		}
 		path = d_path(&vma->vm_file->f_path, s->path_buf, PATH_MAX);
 		if (IS_ERR(path))
 			continue;
@@ -297,20 +337,68 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 	this_cpu_inc(plabel_stats.mm_scans);
 }
 
-/* Process context; one caller at a time (the tick, or stop after it). */
-static void plabel_scan_pending(struct plabel_session *s)
+/*
+ * Whether mm was walked less than PLABEL_SCAN_GAP_MS ago (for the same
+ * process and exec generation); if not, note that it is walked now. A
+ * process that keeps changing its executable mappings is walked at that
+ * rate at most, however often its samples ask. Process context, one caller
+ * at a time.
+ */
+static bool plabel_scan_too_soon(struct plabel_session *s,
+				 struct mm_struct *mm, pid_t tgid)
 {
-	unsigned int cpu, i;
+	u64 now = ktime_get_ns(), gap = PLABEL_SCAN_GAP_MS * NSEC_PER_MSEC;
+	u32 seq = atomic_read(&s->exec_seq);
+	struct plabel_scan_hist *h, *oldest = &s->scan_hist[0];
+	unsigned int i;
 
-	for_each_possible_cpu(cpu) {
-		struct plabel_cpu *c = s->cpu[cpu];
+	for (i = 0; i < PLABEL_SCAN_HIST; i++) {
+		h = &s->scan_hist[i];
+		if (h->mm == mm && h->tgid == tgid && h->seq == seq) {
+			if (now - h->when < gap)
+				return true;
+			h->when = now;
+			return false;
+		}
+		if (h->when < oldest->when)
+			oldest = h;
+	}
+	*oldest = (struct plabel_scan_hist) {
+		.mm = mm, .tgid = tgid, .seq = seq, .when = now,
+	};
+	return false;
+}
 
+/*
+ * Process context; one caller at a time (the tick, or stop after it). The
+ * tick (budget) walks for at most PLABEL_SCAN_BUDGET_US each time and
+ * leaves what is too soon or over budget queued for the next; stop walks
+ * everything queued.
+ */
+static void plabel_scan_pending(struct plabel_session *s, bool budget)
+{
+	u64 t0 = ktime_get_ns(), limit = PLABEL_SCAN_BUDGET_US * NSEC_PER_USEC;
+	unsigned int n, cpu, i;
+
+	for (n = 0, cpu = s->scan_cpu; n < nr_cpu_ids;
+	     n++, cpu = (cpu + 1) % nr_cpu_ids) {
+		struct plabel_cpu *c;
+
+		if (!cpu_possible(cpu))
+			continue;
+		c = s->cpu[cpu];
 		for (i = 0; i < PLABEL_MM_PENDING; i++) {
 			struct plabel_mm_ref *e = &c->pending[i];
 			/* pairs with the release in plabel_session_note_mm() */
 			struct mm_struct *mm = smp_load_acquire(&e->mm);
 
 			if (!mm)
+				continue;
+			if (budget && ktime_get_ns() - t0 > limit) {
+				s->scan_cpu = cpu;
+				goto out;
+			}
+			if (budget && plabel_scan_too_soon(s, mm, e->tgid))
 				continue;
 			/*
 			 * A session owner that exits releases its file after
@@ -327,6 +415,9 @@ static void plabel_scan_pending(struct plabel_session *s)
 			cond_resched();
 		}
 	}
+	s->scan_cpu = 0;
+out:
+	this_cpu_add(plabel_stats.scan_ns, ktime_get_ns() - t0);
 }
 
 static bool plabel_session_has_data(struct plabel_session *s)
@@ -342,7 +433,8 @@ static bool plabel_session_has_data(struct plabel_session *s)
 		    READ_ONCE(r->lost) != r->lost_seen)
 			return true;
 	}
-	return false;
+	return atomic64_read(&s->lost_maps) != s->lost_maps_seen ||
+	       atomic64_read(&s->lost_procs) != s->lost_procs_seen;
 }
 
 static void plabel_wake_fn(struct irq_work *work)
@@ -358,7 +450,7 @@ static void plabel_tick_fn(struct work_struct *work)
 	struct plabel_session *s = container_of(to_delayed_work(work),
 						struct plabel_session, tick);
 
-	plabel_scan_pending(s);
+	plabel_scan_pending(s, true);
 	if (++s->ticks >= PLABEL_WAKE_TICKS) {
 		s->ticks = 0;
 		if (wq_has_sleeper(&s->wq) && plabel_session_has_data(s))
@@ -426,6 +518,18 @@ void plabel_session_on_exec(void)
 	}
 	local_irq_restore(flags);
 out:
+	rcu_read_unlock();
+}
+
+/* The last thread of current's process is exiting. */
+void plabel_session_on_exit(void)
+{
+	struct plabel_session *s;
+
+	rcu_read_lock();
+	s = rcu_dereference(plabel_active);
+	if (s && s->target == PLABEL_TARGET_TREE)
+		plabel_tree_remove(s, current->tgid);
 	rcu_read_unlock();
 }
 
@@ -542,20 +646,38 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 	return s->path_buf && s->root_buf ? 0 : -ENOMEM;
 }
 
-static int plabel_session_start(struct plabel_file *pf, void __user *uarg)
+/*
+ * A session's records show every process's stacks and labels: whoever
+ * starts, reads or stops one must be privileged now (a file passed on or
+ * inherited is no capability by itself), and so must have been whoever
+ * opened the file (a privileged helper acting on an unprivileged caller's
+ * file must not start one for it), as perf_event_open() checks its
+ * callers. Security modules' perf_event hooks do not run for the kernel
+ * counters a session uses.
+ */
+static bool plabel_perfmon_now(void)
+{
+	return ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
+static bool plabel_perfmon_file(struct file *file)
+{
+	return file_ns_capable(file, &init_user_ns, CAP_PERFMON) ||
+	       file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+}
+
+static int plabel_session_start(struct plabel_file *pf, struct file *file,
+				void __user *uarg)
 {
 	struct plabel_session_start_args a;
 	struct plabel_session *s;
 	u32 usize;
 	int ret, gen;
 
-	if (!perfmon_capable())
+	if (!plabel_perfmon_file(file) || !perfmon_capable())
 		return -EPERM;
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
-	if (usize < sizeof(a))
-		return -EINVAL;
-	ret = copy_struct_from_user(&a, sizeof(a), uarg, usize);
+	ret = plabel_args_in(&a, sizeof(a), uarg, &usize);
 	if (ret)
 		return ret;
 
@@ -612,7 +734,7 @@ err_unpublish:
 	RCU_INIT_POINTER(plabel_active, NULL);
 	synchronize_rcu();
 	irq_work_sync(&s->wake_work);
-	plabel_scan_pending(s);
+	plabel_scan_pending(s, false);
 err_unlock:
 	mutex_unlock(&plabel_session_mutex);
 err_free:
@@ -629,22 +751,27 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 	RCU_INIT_POINTER(plabel_active, NULL);
 	synchronize_rcu();
 	cancel_delayed_work_sync(&s->tick);
-	plabel_scan_pending(s);
+	plabel_scan_pending(s, false);
 	irq_work_sync(&s->wake_work);
 	/* records written before are visible to a reader seeing STOPPED */
 	smp_store_release(&s->state, PLABEL_SESSION_STOPPED);
 	wake_up_all(&s->wq);
 }
 
-long plabel_session_ioctl(struct plabel_file *pf, unsigned int cmd,
-			  unsigned long arg)
+/* The ioctl number without its size bits, so arguments may grow. */
+#define PLABEL_IOC_BASE(cmd)	((cmd) & ~IOCSIZE_MASK)
+
+long plabel_session_ioctl(struct plabel_file *pf, struct file *file,
+			  unsigned int cmd, unsigned long arg)
 {
 	struct plabel_session *s;
 
-	switch (cmd) {
-	case PLABEL_IOC_SESSION_START:
-		return plabel_session_start(pf, (void __user *)arg);
-	case PLABEL_IOC_SESSION_STOP:
+	switch (PLABEL_IOC_BASE(cmd)) {
+	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_START):
+		return plabel_session_start(pf, file, (void __user *)arg);
+	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_STOP):
+		if (!plabel_perfmon_now())
+			return -EPERM;
 		mutex_lock(&plabel_session_mutex);
 		s = pf->session;
 		if (s)
@@ -667,6 +794,14 @@ static bool plabel_session_stopped(struct plabel_session *s)
 static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 				   size_t len)
 {
+	struct {
+		atomic64_t *count;
+		u64 *seen;
+		u32 kind;
+	} kinds[] = {
+		{ &s->lost_maps, &s->lost_maps_seen, PLABEL_LOST_MAPPINGS },
+		{ &s->lost_procs, &s->lost_procs_seen, PLABEL_LOST_PROCESSES },
+	};
 	unsigned int n, cpu = s->next_cpu;
 	size_t done = 0;
 	ssize_t ret;
@@ -678,6 +813,24 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 			return -EFAULT;
 		s->stream_sent = true;
 		done = sizeof(s->stream);
+	}
+	for (n = 0; n < ARRAY_SIZE(kinds); n++) {
+		u64 v = atomic64_read(kinds[n].count);
+		struct plabel_rec_lost rec = {
+			.hdr.type = PLABEL_REC_LOST,
+			.hdr.size = sizeof(rec),
+			.kind = kinds[n].kind,
+			.lost = v - *kinds[n].seen,
+		};
+
+		if (v == *kinds[n].seen)
+			continue;
+		if (len - done < sizeof(rec))
+			return done ? done : -ENOSPC;
+		if (copy_to_user(buf + done, &rec, sizeof(rec)))
+			return done ? done : -EFAULT;
+		*kinds[n].seen = v;
+		done += sizeof(rec);
 	}
 	for (n = 0; n < nr_cpu_ids; n++, cpu = (cpu + 1) % nr_cpu_ids) {
 		struct plabel_ring *r;
@@ -725,6 +878,8 @@ ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 
 	if (!s || len < sizeof(s->stream))
 		return -EINVAL;
+	if (!plabel_perfmon_now())
+		return -EPERM;
 	for (;;) {
 		if (mutex_lock_interruptible(&s->read_lock))
 			return -ERESTARTSYS;
@@ -750,7 +905,7 @@ __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 	struct plabel_session *s = smp_load_acquire(&pf->session);
 	__poll_t mask = 0;
 
-	if (!s)
+	if (!s || !plabel_perfmon_now())
 		return EPOLLERR;
 	poll_wait(file, &s->wq, wait);
 	if (plabel_session_has_data(s))
@@ -796,6 +951,8 @@ PLABEL_STAT_ATTR(handler_calls);
 PLABEL_STAT_ATTR(handler_ns);
 PLABEL_STAT_ATTR(mm_scans);
 PLABEL_STAT_ATTR(tree_full);
+PLABEL_STAT_ATTR(scan_ns);
+PLABEL_STAT_ATTR(online_failed);
 
 int plabel_session_init(void)
 {
@@ -817,6 +974,10 @@ int plabel_session_init(void)
 				   &plabel_stat_mm_scans_fops);
 	debugfs_create_file_unsafe("tree_full", 0444, d, NULL,
 				   &plabel_stat_tree_full_fops);
+	debugfs_create_file_unsafe("scan_ns_total", 0444, d, NULL,
+				   &plabel_stat_scan_ns_fops);
+	debugfs_create_file_unsafe("online_failed", 0444, d, NULL,
+				   &plabel_stat_online_failed_fops);
 	return 0;
 }
 

@@ -34,9 +34,15 @@
 #define PLABEL_RING_MAX		(64U << 20)
 #define PLABEL_TREE_MAX		4096	/* processes a TREE session follows */
 #define PLABEL_TREE_SLOTS	(2 * PLABEL_TREE_MAX)
+#define PLABEL_TREE_PROBE	64	/* slots a lookup probes at most */
+#define PLABEL_TREE_TOMB	(-1)	/* a slot whose process exited */
 #define PLABEL_MM_CACHE		8	/* recently scanned mms, per CPU */
 #define PLABEL_MM_PENDING	16	/* mm scans waiting, per CPU */
 #define PLABEL_TICK_MS		50	/* mm scan period */
+#define PLABEL_SCAN_BUDGET_US	5000	/* mm walking per tick, at most */
+#define PLABEL_SCAN_MAPS	1024	/* mappings reported per walk */
+#define PLABEL_SCAN_GAP_MS	200	/* between walks of one mm */
+#define PLABEL_SCAN_HIST	64	/* mms whose last walk is kept */
 #define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
 #define PLABEL_WEIGHT_MAX	16	/* copies of one late sample */
 
@@ -78,6 +84,14 @@ struct plabel_cpu {
 	struct plabel_mm_ref pending[PLABEL_MM_PENDING];
 };
 
+/* When an mm was last walked; the tick's own, process context. */
+struct plabel_scan_hist {
+	struct mm_struct *mm;	/* compared, never followed */
+	pid_t tgid;
+	u32 seq;
+	u64 when;
+};
+
 enum plabel_session_state {
 	PLABEL_SESSION_RUNNING = 1,
 	PLABEL_SESSION_STOPPED = 2,
@@ -98,6 +112,12 @@ struct plabel_session {
 	pid_t *tree;		/* TREE: open-addressed tgids, 0 is empty */
 	atomic_t tree_count;
 	atomic_t exec_seq;	/* bumped by exec: invalidates mm caches */
+	atomic64_t lost_maps;	/* mappings not reported (walk cap) */
+	atomic64_t lost_procs;	/* TREE processes not followed */
+	u64 lost_maps_seen;	/* under read_lock */
+	u64 lost_procs_seen;
+	struct plabel_scan_hist scan_hist[PLABEL_SCAN_HIST];
+	unsigned int scan_cpu;	/* where the tick's walk goes on */
 
 	struct plabel_cpu **cpu;	/* [nr_cpu_ids], possible CPUs */
 	u32 ring_size;
@@ -125,6 +145,8 @@ struct plabel_stats {
 	u64 handler_ns;		/* local_clock() time inside the handler */
 	u64 mm_scans;
 	u64 tree_full;		/* TREE processes not followed */
+	u64 scan_ns;		/* time walking mappings */
+	u64 online_failed;	/* counters that did not start on a CPU */
 };
 DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
 

@@ -5,7 +5,10 @@
  * A thread that has labels, a registered slot or a known stack top has an
  * entry in plabel_tasks, keyed by its task_struct pointer:
  *
- *   slot       user address of a __u64 holding a set id (0: none)
+ *   slot       user address of a __u64 holding a set id (0: none), in the
+ *              address space slot_mm (compared, never followed: between
+ *              exec_mmap() and the exec probe a slot address of the old
+ *              image must not be read in the new one)
  *   set        the kernel-stored set (one reference), or NULL
  *   stack_top  where the thread's user stack ends (0: not known), kept for
  *              threads created while a session samples their process, so
@@ -19,6 +22,10 @@
  * READ_ONCE() and rcu_dereference() and the entry itself under RCU; removed
  * entries are freed after a grace period.
  *
+ * Each entry made for a user's thread is charged to its quota record
+ * (kernel.plabel.max_tasks_per_user) and memory cgroup; entries made only
+ * for a session's stack top are not a user's doing and are not charged.
+ *
  * The probes run from tracepoints with preemption disabled: they use
  * GFP_ATOMIC and non-faulting user reads. task_newtask fires at the end of
  * copy_process(), after its last failure point and before the child is
@@ -26,6 +33,7 @@
  */
 #include <linux/cred.h>
 #include <linux/debugfs.h>
+#include <linux/binfmts.h>
 #include <linux/mm.h>
 #include <linux/rhashtable.h>
 #include <linux/sched.h>
@@ -34,14 +42,17 @@
 #include <linux/tracepoint.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "internal.h"
 
 struct plabel_task {
 	struct rhash_head node;
 	struct task_struct *task;
 	u64 slot;
+	const struct mm_struct *slot_mm;
 	struct plabel_set __rcu *set;
 	unsigned long stack_top;
+	struct plabel_user *user;	/* quota charged, or NULL */
 	struct rcu_head rcu;
 };
 
@@ -80,17 +91,25 @@ static struct plabel_task *plabel_task_find_current(void)
 
 static struct plabel_task *plabel_task_alloc(struct task_struct *t, u64 slot,
 					     struct plabel_set *set,
-					     unsigned long stack_top, gfp_t gfp)
+					     unsigned long stack_top,
+					     struct plabel_user *user,
+					     gfp_t gfp)
 {
 	struct plabel_task *e;
 	int err;
 
-	e = kzalloc(sizeof(*e), gfp);
-	if (!e)
+	if (!plabel_user_charge_task(user))
+		return ERR_PTR(-EDQUOT);
+	e = kzalloc(sizeof(*e), gfp | __GFP_ACCOUNT);
+	if (!e) {
+		plabel_user_uncharge_task(user);
 		return ERR_PTR(-ENOMEM);
+	}
 	e->task = t;
 	e->slot = slot;
+	e->slot_mm = t->mm;
 	e->stack_top = stack_top;
+	e->user = user;
 	if (set)
 		plabel_set_get(set);
 	RCU_INIT_POINTER(e->set, set);
@@ -99,6 +118,7 @@ static struct plabel_task *plabel_task_alloc(struct task_struct *t, u64 slot,
 	if (err) {
 		WARN_ON_ONCE(err == -EEXIST);
 		plabel_set_put(set);
+		plabel_user_uncharge_task(user);
 		kfree(e);
 		return ERR_PTR(err);
 	}
@@ -113,6 +133,7 @@ static void plabel_task_remove(struct plabel_task *e)
 		return;
 	/* Readers that still see the set hold off its free through RCU. */
 	plabel_set_put(rcu_replace_pointer(e->set, NULL, true));
+	plabel_user_uncharge_task(e->user);
 	atomic_long_dec(&plabel_nr_tasks);
 	kfree_rcu(e, rcu);
 }
@@ -125,14 +146,27 @@ static void plabel_task_maybe_drop(struct plabel_task *e)
 		plabel_task_remove(e);
 }
 
-/* The set a slot value names, if current may use it. Under RCU. */
+/*
+ * The set a slot value names, if current may use it: one interned with
+ * current's effective uid. Any context, under RCU.
+ */
 static struct plabel_set *plabel_slot_set_rcu(u64 id)
 {
 	struct plabel_set *set = plabel_set_lookup_rcu(id);
 
-	if (set && !uid_eq(set->owner, current_uid()))
+	if (set && !uid_eq(set->owner, current_euid()))
 		return NULL;
 	return set;
+}
+
+/* current's slot address, if it is one of the address space it runs in. */
+static u64 plabel_task_slot(const struct plabel_task *e)
+{
+	u64 slot = READ_ONCE(e->slot);
+
+	if (!slot || !current->mm || READ_ONCE(e->slot_mm) != current->mm)
+		return 0;
+	return slot;
 }
 
 struct plabel_set *plabel_current_set_rcu(unsigned long *stack_top)
@@ -154,8 +188,8 @@ struct plabel_set *plabel_current_set_rcu(unsigned long *stack_top)
 	if (!e)
 		return NULL;
 	*stack_top = READ_ONCE(e->stack_top);
-	slot = READ_ONCE(e->slot);
-	if (slot && current->mm &&
+	slot = plabel_task_slot(e);
+	if (slot &&
 	    !copy_from_user_nofault(&id, u64_to_user_ptr(slot), sizeof(id)) &&
 	    id) {
 		struct plabel_set *set = plabel_slot_set_rcu(id);
@@ -182,10 +216,10 @@ static struct plabel_set *plabel_task_effective(struct plabel_task *e,
 						bool may_fault)
 {
 	struct plabel_set *set = NULL;
-	u64 slot = READ_ONCE(e->slot), id = 0;
+	u64 slot = plabel_task_slot(e), id = 0;
 	int err = -EFAULT;
 
-	if (slot && current->mm) {
+	if (slot) {
 		if (may_fault)
 			err = get_user(id, (u64 __user *)u64_to_user_ptr(slot));
 		else
@@ -201,16 +235,37 @@ static struct plabel_set *plabel_task_effective(struct plabel_task *e,
 	return set;
 }
 
+/*
+ * Makes sure current's entry, made without a user (for a stack top), is
+ * charged before the user's own ioctl stores labels or a slot in it.
+ */
+static int plabel_task_charge(struct plabel_task *e)
+{
+	struct plabel_user *user;
+
+	if (e->user)
+		return 0;
+	user = plabel_user_current();
+	if (!user)
+		return -ENOMEM;
+	if (!plabel_user_charge_task(user))
+		return -EDQUOT;
+	e->user = user;
+	return 0;
+}
+
 int plabel_ioctl_labels_set(struct plabel_labels_set_args *args)
 {
 	struct plabel_set *set = NULL;
+	struct plabel_user *user;
 	struct plabel_task *e;
+	int err;
 
 	if (args->id) {
 		set = plabel_set_get_id(args->id);
 		if (!set)
 			return -ENOENT;
-		if (!uid_eq(set->owner, current_uid())) {
+		if (!plabel_set_may_access(set)) {
 			plabel_set_put(set);
 			return -ENOENT;
 		}
@@ -219,9 +274,18 @@ int plabel_ioctl_labels_set(struct plabel_labels_set_args *args)
 	if (!e) {
 		if (!set)
 			return 0;
-		e = plabel_task_alloc(current, 0, set, 0, GFP_KERNEL);
+		user = plabel_user_current();
+		e = user ? plabel_task_alloc(current, 0, set, 0, user,
+					     GFP_KERNEL) : ERR_PTR(-ENOMEM);
 		plabel_set_put(set);
 		return PTR_ERR_OR_ZERO(e);
+	}
+	if (set) {
+		err = plabel_task_charge(e);
+		if (err) {
+			plabel_set_put(set);
+			return err;
+		}
 	}
 	plabel_set_put(rcu_replace_pointer(e->set, set, true));
 	plabel_task_maybe_drop(e);
@@ -231,7 +295,9 @@ int plabel_ioctl_labels_set(struct plabel_labels_set_args *args)
 int plabel_ioctl_slot_set(struct plabel_slot_args *args)
 {
 	u64 __user *uslot = u64_to_user_ptr(args->addr);
+	struct plabel_user *user;
 	struct plabel_task *e;
+	int err;
 	u64 v;
 
 	if (args->addr & (sizeof(u64) - 1))
@@ -242,9 +308,17 @@ int plabel_ioctl_slot_set(struct plabel_slot_args *args)
 	if (!e) {
 		if (!args->addr)
 			return 0;
-		e = plabel_task_alloc(current, args->addr, NULL, 0, GFP_KERNEL);
+		user = plabel_user_current();
+		e = user ? plabel_task_alloc(current, args->addr, NULL, 0, user,
+					     GFP_KERNEL) : ERR_PTR(-ENOMEM);
 		return PTR_ERR_OR_ZERO(e);
 	}
+	if (args->addr) {
+		err = plabel_task_charge(e);
+		if (err)
+			return err;
+	}
+	WRITE_ONCE(e->slot_mm, current->mm);
 	WRITE_ONCE(e->slot, args->addr);
 	plabel_task_maybe_drop(e);
 	return 0;
@@ -269,6 +343,11 @@ int plabel_ioctl_labels_get(struct plabel_labels_get_args *args)
 		args->count = 0;
 		args->buf_len = 0;
 		return 0;
+	}
+	/* labels current carries but may not read, like ptrace */
+	if (!plabel_set_may_access(set)) {
+		plabel_set_put(set);
+		return -EACCES;
 	}
 	need = set->count * sizeof(*out);
 	for (i = 0; i < set->count; i++)
@@ -320,7 +399,7 @@ static unsigned long plabel_child_stack_top(struct task_struct *child,
 {
 	unsigned long sp;
 
-	if (child->flags & (PF_KTHREAD | PF_IO_WORKER) ||
+	if (child->flags & PLABEL_PF_NO_USER ||
 	    current->flags & PF_KTHREAD)
 		return 0;
 	sp = task_pt_regs(child)->sp;
@@ -331,6 +410,7 @@ static void plabel_probe_newtask(void *data, struct task_struct *child,
 				 unsigned long clone_flags)
 {
 	struct plabel_set *set = NULL;
+	struct plabel_user *user = NULL;
 	struct plabel_task *parent;
 	unsigned long top = 0, parent_top = 0;
 	u64 slot = 0;
@@ -338,9 +418,11 @@ static void plabel_probe_newtask(void *data, struct task_struct *child,
 	parent = plabel_task_find_current();
 	if (parent) {
 		set = plabel_task_effective(parent, false);
+		/* fork copies the slot with the memory it is in */
 		if (!(clone_flags & CLONE_VM))
-			slot = READ_ONCE(parent->slot);
+			slot = plabel_task_slot(parent);
 		parent_top = READ_ONCE(parent->stack_top);
+		user = parent->user;
 	}
 	/* a stack top is kept only for tasks a session samples */
 	if (plabel_session_on_clone(child, clone_flags, set, parent_top))
@@ -348,6 +430,7 @@ static void plabel_probe_newtask(void *data, struct task_struct *child,
 	/* without memory for the stack top, only the snapshots grow */
 	if ((set || slot || top) &&
 	    IS_ERR(plabel_task_alloc(child, slot, set, top,
+				     set || slot ? user : NULL,
 				     GFP_ATOMIC | __GFP_NOWARN)) &&
 	    (set || slot))
 		atomic_inc(&plabel_inherit_failed);
@@ -361,11 +444,14 @@ static void plabel_probe_exec(void *data, struct task_struct *p,
 
 	/*
 	 * The slot and the stack were in the old address space; the stored
-	 * set stays.
+	 * set stays, but for an exec that gained privileges (setuid, file
+	 * capabilities: AT_SECURE), which starts with no labels.
 	 */
 	if (e) {
 		WRITE_ONCE(e->slot, 0);
 		WRITE_ONCE(e->stack_top, 0);
+		if (bprm->secureexec)
+			plabel_set_put(rcu_replace_pointer(e->set, NULL, true));
 		plabel_task_maybe_drop(e);
 	}
 	plabel_session_on_exec();
@@ -377,6 +463,9 @@ static void plabel_probe_exit(void *data, struct task_struct *p)
 
 	if (e)
 		plabel_task_remove(e);
+	/* the tracepoint comes after the group's live count went down */
+	if (!atomic_read(&current->signal->live))
+		plabel_session_on_exit();
 }
 
 struct plabel_probe {
@@ -447,6 +536,7 @@ static void plabel_task_free(void *ptr, void *arg)
 	struct plabel_task *e = ptr;
 
 	plabel_set_put(rcu_dereference_protected(e->set, true));
+	plabel_user_uncharge_task(e->user);
 	atomic_long_dec(&plabel_nr_tasks);
 	kfree_rcu(e, rcu);
 }

@@ -214,6 +214,18 @@ PLABEL_API int plabel_available(void)
 	return plabel_fd >= 0;
 }
 
+/*
+ * Whether s has a control byte (below 0x20, or 0x7f), which the kernel
+ * refuses too: labels are shown in terminals and text reports.
+ */
+static int plabel_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 int plabel_sort_kvs(const struct plabel_kv *kvs, size_t n,
 		    struct plabel_kv *out)
 {
@@ -236,6 +248,8 @@ int plabel_sort_kvs(const struct plabel_kv *kvs, size_t n,
 		    strnlen(kv.value, lim->max_value_len + 1) >
 		    lim->max_value_len)
 			return -E2BIG;
+		if (plabel_has_control(kv.key) || plabel_has_control(kv.value))
+			return -EINVAL;
 		/* Insertion sort: n is at most PLABEL_MAX_LABELS. */
 		for (j = i; j > 0; j--) {
 			c = strcmp(out[j - 1].key, kv.key);

@@ -63,7 +63,8 @@ struct plabel_labels;
  * labels find the set in a per-thread cache without locking or allocating.
  *
  * Return: 0; -EINVAL for NULL @kvs with @n > 0, a NULL key or value, an
- * empty key or a key given twice; -E2BIG for more labels or a longer key or
+ * empty key, a key given twice, or a control byte (below 0x20, or 0x7f) in
+ * a key or value; -E2BIG for more labels or a longer key or
  * value than the limits allow; -EDQUOT when the kernel's per-user quota is
  * used up; -ENOMEM. On error the thread's labels are unchanged.
  *

@@ -1545,7 +1545,17 @@ static int plabel_collect_record(struct plabel_collect *c,
 	case PLABEL_REC_THREAD:
 		return plabel_add_sample(c, r);
 	case PLABEL_REC_LOST:
-		c->st.lost += r->u.lost.lost;
+		switch (r->u.lost.kind) {
+		case PLABEL_LOST_MAPPINGS:
+			c->st.lost_maps += r->u.lost.lost;
+			break;
+		case PLABEL_LOST_PROCESSES:
+			c->st.lost_procs += r->u.lost.lost;
+			break;
+		default:
+			c->st.lost += r->u.lost.lost;
+			break;
+		}
 		return 0;
 	case PLABEL_REC_MMAP:
 		p = plabel_proc_get(c, r->u.mmap.hdr.pid);
@@ -2047,6 +2057,14 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	if (ret)
 		return ret;
 	ret = plabel_count_comment(prof, "lost records", c->st.lost);
+	if (!ret && c->st.lost_maps)
+		ret = plabel_count_comment(prof,
+					   "executable mappings the kernel did not report",
+					   c->st.lost_maps);
+	if (!ret && c->st.lost_procs)
+		ret = plabel_count_comment(prof,
+					   "processes the kernel could not follow",
+					   c->st.lost_procs);
 	if (!ret && c->st.unresolved)
 		ret = plabel_count_comment(prof,
 					   "samples with an unresolved label set",

@@ -213,7 +213,7 @@ struct plabel_rec_labelset {
 	struct plabel_rec_header hdr;
 	__u64 id;
 	__u32 count;
-	__u32 pad;
+	__u32 uid;		/* effective uid that interned it (initial ns) */
 };
 
 struct plabel_rec_label {
@@ -273,11 +273,21 @@ struct plabel_rec_sample {
 	__u32 stack_size;
 };
 
-/* Records dropped on cpu (ring full) since the previous LOST record. */
+/* struct plabel_rec_lost.kind: what was lost */
+enum plabel_lost_kind {
+	PLABEL_LOST_RECORDS = 0,	/* records dropped on cpu (ring full) */
+	PLABEL_LOST_MAPPINGS = 1,	/* executable mappings not reported */
+	PLABEL_LOST_PROCESSES = 2,	/* processes a TREE session missed */
+};
+
+/*
+ * Things lost since the previous LOST record of the same kind (and cpu,
+ * for PLABEL_LOST_RECORDS; cpu is 0 for the others).
+ */
 struct plabel_rec_lost {
 	struct plabel_rec_header hdr;
 	__u32 cpu;
-	__u32 pad;
+	__u32 kind;		/* enum plabel_lost_kind */
 	__u64 lost;
 };
 
