@@ -15,16 +15,23 @@
 
 #include "session.h"
 
+/*
+ * The ring's bytes, once, when its CPU comes online: until then its writers
+ * (on that CPU) count what they would write as lost, and its reader sees it
+ * empty. The positions and counters were zeroed with the session.
+ */
 int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node)
 {
-	r->data = vzalloc_node(size, node);
-	if (!r->data)
+	u8 *data;
+
+	if (r->data)
+		return 0;
+	data = vzalloc_node(size, node);
+	if (!data)
 		return -ENOMEM;
 	r->size = size;
-	r->head = 0;
-	r->tail = 0;
-	r->lost = 0;
-	r->lost_seen = 0;
+	/* size before data: the writers test data */
+	smp_store_release(&r->data, data);
 	return 0;
 }
 
@@ -43,7 +50,8 @@ bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max)
 	/* the consumer is done with bytes before tail */
 	u64 tail = smp_load_acquire(&r->tail);
 
-	if (max > r->size - (u32)(r->head - tail)) {
+	if (unlikely(!smp_load_acquire(&r->data)) ||
+	    max > r->size - (u32)(r->head - tail)) {
 		WRITE_ONCE(r->lost, r->lost + 1);
 		__this_cpu_inc(plabel_stats.lost);
 		return false;
@@ -137,27 +145,6 @@ void plabel_wr_commit(struct plabel_wr *w)
 	/* publish the record's bytes: pairs with the consumer's acquire */
 	smp_store_release(&r->head, w->start + size);
 	__this_cpu_inc(plabel_stats.records);
-}
-
-/* Write another copy of the record of size bytes at start. */
-bool plabel_ring_dup(struct plabel_ring *r, u64 start, u32 size)
-{
-	struct plabel_wr w;
-	u32 off = 0;
-
-	if (!plabel_wr_begin(&w, r, size))
-		return false;
-	while (off < size) {
-		u32 n = plabel_ring_piece(r, start + off, size - off);
-
-		n = plabel_ring_piece(r, w.start + off, n);
-		memcpy(r->data + ((w.start + off) & (r->size - 1)),
-		       r->data + ((start + off) & (r->size - 1)), n);
-		off += n;
-	}
-	w.len = size;
-	plabel_wr_commit(&w);
-	return true;
 }
 
 bool plabel_ring_empty(struct plabel_ring *r)

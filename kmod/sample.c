@@ -401,8 +401,6 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 	struct pt_regs *kregs = NULL;
 	struct plabel_set *set;
 	unsigned long top;
-	struct plabel_wr w;
-	u32 size;
 
 	if (user_mode(regs))
 		rec.flags |= PLABEL_SAMPLE_USER;
@@ -414,13 +412,12 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
 
-	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs, top, &w)) {
+	/* a late sample stands for each period it covers */
+	rec.flags |= (weight - 1) << PLABEL_SAMPLE_PERIODS_SHIFT;
+	if (plabel_emit_chain(s, &c->ring, &rec, kregs, uregs, top, NULL))
 		__this_cpu_inc(plabel_stats.samples);
-		/* a late sample is repeated once for each period it covers */
-		size = ALIGN(w.len, 8);
-		while (--weight && plabel_ring_dup(&c->ring, w.start, size))
-			__this_cpu_inc(plabel_stats.samples);
-	}
+	else
+		WRITE_ONCE(c->ring.lost_periods, c->ring.lost_periods + weight);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
@@ -506,15 +503,24 @@ static int plabel_cpu_online(unsigned int cpu)
 	};
 	struct perf_event *event;
 
+	/*
+	 * The ring first. A CPU's bring-up must not fail for want of a
+	 * profiling ring or counter: count it (debugfs online_failed) and
+	 * leave that CPU unsampled; only the session's own start fails.
+	 */
+	if (plabel_ring_alloc(&c->ring, s->ring_size, cpu_to_node(cpu))) {
+		if (s->starting)
+			return -ENOMEM;
+		this_cpu_inc(plabel_stats.online_failed);
+		return 0;
+	}
+	if (!(s->record & PLABEL_RECORD_CPU))
+		return 0;
 	/* a new counter: its first interval is the period, no grid yet */
 	c->period = s->period_ns;
 	c->last_expiry = 0;
 	event = perf_event_create_kernel_counter(&attr, cpu, NULL,
 						 plabel_overflow, s);
-	/*
-	 * A CPU's bring-up must not fail for want of a profiling counter:
-	 * count it (debugfs online_failed) and leave that CPU unsampled.
-	 */
 	if (IS_ERR(event)) {
 		this_cpu_inc(plabel_stats.online_failed);
 		return 0;
@@ -539,8 +545,10 @@ int plabel_sample_start(struct plabel_session *s)
 	int ret;
 
 	plabel_hp_session = s;
+	s->starting = true;
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "plabel:online",
 				plabel_cpu_online, plabel_cpu_offline);
+	s->starting = false;
 	if (ret < 0) {
 		plabel_hp_session = NULL;
 		return ret;

@@ -430,7 +430,8 @@ static bool plabel_session_has_data(struct plabel_session *s)
 		struct plabel_ring *r = &s->cpu[cpu]->ring;
 
 		if (!plabel_ring_empty(r) ||
-		    READ_ONCE(r->lost) != r->lost_seen)
+		    READ_ONCE(r->lost) != r->lost_seen ||
+		    READ_ONCE(r->lost_periods) != r->lost_periods_seen)
 			return true;
 	}
 	return atomic64_read(&s->lost_maps) != s->lost_maps_seen ||
@@ -624,7 +625,6 @@ static int plabel_session_pids(struct plabel_session *s,
 static int plabel_session_alloc_cpus(struct plabel_session *s)
 {
 	unsigned int cpu;
-	int ret;
 
 	s->ring_size = plabel_ring_bytes();
 	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL);
@@ -636,10 +636,7 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 		if (!s->cpu[cpu])
 			return -ENOMEM;
 		s->cpu[cpu]->rnd = get_random_u64() | 1;
-		ret = plabel_ring_alloc(&s->cpu[cpu]->ring, s->ring_size,
-					cpu_to_node(cpu));
-		if (ret)
-			return ret;
+		/* the ring's bytes come when the CPU is online (sample.c) */
 	}
 	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
 	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL);
@@ -718,21 +715,18 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 		.record = s->record,
 	};
 	s->state = PLABEL_SESSION_RUNNING;
+	/* rings on every online CPU (and counters) before any hook writes */
+	ret = plabel_sample_start(s);
+	if (ret)
+		goto err_drain;
 	rcu_assign_pointer(plabel_active, s);
-	if (s->record & PLABEL_RECORD_CPU) {
-		ret = plabel_sample_start(s);
-		if (ret)
-			goto err_unpublish;
-	}
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
 	/* a fully set up session: pairs with read()/poll() */
 	smp_store_release(&pf->session, s);
 	mutex_unlock(&plabel_session_mutex);
 	return 0;
 
-err_unpublish:
-	RCU_INIT_POINTER(plabel_active, NULL);
-	synchronize_rcu();
+err_drain:
 	irq_work_sync(&s->wake_work);
 	plabel_scan_pending(s, false);
 err_unlock:
@@ -853,6 +847,23 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 			if (copy_to_user(buf + done, &rec, sizeof(rec)))
 				return done ? done : -EFAULT;
 			r->lost_seen = lost;
+			done += sizeof(rec);
+		}
+		lost = READ_ONCE(r->lost_periods);
+		if (lost != r->lost_periods_seen) {
+			struct plabel_rec_lost rec = {
+				.hdr.type = PLABEL_REC_LOST,
+				.hdr.size = sizeof(rec),
+				.cpu = cpu,
+				.kind = PLABEL_LOST_PERIODS,
+				.lost = lost - r->lost_periods_seen,
+			};
+
+			if (len - done < sizeof(rec))
+				break;
+			if (copy_to_user(buf + done, &rec, sizeof(rec)))
+				return done ? done : -EFAULT;
+			r->lost_periods_seen = lost;
 			done += sizeof(rec);
 		}
 		ret = plabel_ring_copy_out(r, buf + done, len - done);

@@ -3,8 +3,9 @@
  * Private interfaces of the profiling session (session.c), the sampler
  * (sample.c) and the per-CPU record rings (ring.c).
  *
- * Rings: one per possible CPU, a power-of-two byte array with free-running
- * head (producer) and tail (consumer) positions. Every writer of a CPU's ring
+ * Rings: one per CPU that was online during the session (its bytes are
+ * allocated when it comes online, kept until the session is freed, NULL
+ * before), a power-of-two byte array with free-running head (producer) and tail (consumer) positions. Every writer of a CPU's ring
  * runs on that CPU with interrupts disabled (the perf overflow handler in hard
  * interrupt context; clone/exec/mmap writers in process context wrap their
  * writes in local_irq_save()), so there is exactly one producer at a time per
@@ -44,7 +45,7 @@
 #define PLABEL_SCAN_GAP_MS	200	/* between walks of one mm */
 #define PLABEL_SCAN_HIST	64	/* mms whose last walk is kept */
 #define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
-#define PLABEL_WEIGHT_MAX	16	/* copies of one late sample */
+#define PLABEL_WEIGHT_MAX	PLABEL_SAMPLE_PERIODS_MAX
 
 struct plabel_ring {
 	u8 *data;
@@ -53,6 +54,8 @@ struct plabel_ring {
 	u64 tail;		/* consumer position */
 	u64 lost;		/* producer: records dropped, in total */
 	u64 lost_seen;		/* consumer: drops already reported */
+	u64 lost_periods;	/* producer: periods of dropped samples */
+	u64 lost_periods_seen;	/* consumer */
 };
 
 /* A record being written into a ring; see plabel_wr_begin(). */
@@ -122,6 +125,7 @@ struct plabel_session {
 	struct plabel_cpu **cpu;	/* [nr_cpu_ids], possible CPUs */
 	u32 ring_size;
 	int hp_state;		/* cpuhp dynamic state, < 0: none */
+	bool starting;		/* cpuhp callbacks of the start itself */
 
 	int state;		/* enum plabel_session_state */
 	struct plabel_rec_stream stream;
@@ -151,6 +155,7 @@ struct plabel_stats {
 DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
 
 /* ring.c; irqs off, on the ring's CPU, for the producer side */
+/* process context, on the ring's CPU (its online callback) */
 int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node);
 void plabel_ring_free(struct plabel_ring *r);
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max);
@@ -159,7 +164,6 @@ void plabel_wr_skip(struct plabel_wr *w, u32 len);
 u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
 void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len);
 void plabel_wr_commit(struct plabel_wr *w);
-bool plabel_ring_dup(struct plabel_ring *r, u64 start, u32 size);
 /* consumer side, under read_lock */
 bool plabel_ring_empty(struct plabel_ring *r);
 ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,

@@ -79,6 +79,7 @@ struct plabel_csample {
 	uint8_t weight;		/* PLABEL_W_*: what value holds */
 	uint32_t pid, tid;
 	uint32_t chain;		/* index into chains */
+	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
 	uint64_t time_ns;
 	uint64_t set_id;
 	uint64_t value;
@@ -1068,8 +1069,9 @@ static int plabel_add_sample(struct plabel_collect *c,
 	uint32_t gen, chain;
 	int defer = 0, ret;
 
+	/* as the profile counts them: a late sample for each period */
 	if (r->type == PLABEL_REC_SAMPLE)
-		c->st.samples++;
+		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else
 		c->st.threads++;
 	p = plabel_proc_get(c, h->pid);
@@ -1124,6 +1126,8 @@ static int plabel_add_sample(struct plabel_collect *c,
 	s->chain = chain;
 	s->time_ns = h->time_ns;
 	s->set_id = h->set_id;
+	s->periods = r->type == PLABEL_REC_SAMPLE ?
+		     PLABEL_SAMPLE_PERIODS(h->flags) : 1;
 	if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
@@ -1263,7 +1267,7 @@ static int plabel_weigh_one(struct plabel_collect *c, struct plabel_csample *s)
 
 	switch (s->weight) {
 	case PLABEL_W_PERIOD:
-		s->value = c->period_ns;
+		s->value = c->period_ns * s->periods;
 		break;
 	case PLABEL_W_CHILD:
 		/* the tid is new: whatever had it before is gone */
@@ -1379,7 +1383,7 @@ static int plabel_weigh(struct plabel_collect *c, uint64_t time_ns)
 		if (!plabel_weigh_due(s, time_ns))
 			continue;
 		if (s->weight == PLABEL_W_PERIOD) {
-			s->value = c->period_ns;
+			s->value = c->period_ns * s->periods;
 			s->weight = PLABEL_W_DONE;
 			continue;
 		}
@@ -1481,7 +1485,7 @@ static int plabel_sample_key(struct plabel_collect *c,
 	a->chain = s->chain;
 	a->set_id = s->set_id;
 	a->type = s->type;
-	a->count = 1;
+	a->count = s->periods;
 	a->nanos = s->type == PLABEL_REC_SAMPLE ? s->value : 0;
 	return ret;
 }
@@ -1551,6 +1555,9 @@ static int plabel_collect_record(struct plabel_collect *c,
 			break;
 		case PLABEL_LOST_PROCESSES:
 			c->st.lost_procs += r->u.lost.lost;
+			break;
+		case PLABEL_LOST_PERIODS:
+			c->st.lost_periods += r->u.lost.lost;
 			break;
 		default:
 			c->st.lost += r->u.lost.lost;
@@ -2057,6 +2064,10 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	if (ret)
 		return ret;
 	ret = plabel_count_comment(prof, "lost records", c->st.lost);
+	if (!ret && c->st.lost_periods)
+		ret = plabel_count_comment(prof,
+					   "sampling periods of the lost samples",
+					   c->st.lost_periods);
 	if (!ret && c->st.lost_maps)
 		ret = plabel_count_comment(prof,
 					   "executable mappings the kernel did not report",

@@ -26,6 +26,7 @@ struct plabel_collect_stats {
 	uint64_t threads;	/* THREAD records */
 	uint64_t labelsets;	/* distinct label sets seen */
 	uint64_t lost;		/* records the kernel dropped */
+	uint64_t lost_periods;	/* sampling periods of lost samples */
 	uint64_t lost_maps;	/* executable mappings it did not report */
 	uint64_t lost_procs;	/* processes a TREE session missed */
 	uint64_t unresolved;	/* samples whose label set never arrived */

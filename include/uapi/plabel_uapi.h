@@ -227,6 +227,15 @@ struct plabel_rec_label {
 #define PLABEL_SAMPLE_TRUNC	(1U << 2)	/* call chain hit max_stack */
 #define PLABEL_SAMPLE_CPUTIME	(1U << 3)	/* SAMPLE: cpu_ns is set */
 #define PLABEL_THREAD_PROCESS	(1U << 8)	/* THREAD: a new process */
+/*
+ * SAMPLE: bits 16..31 of flags hold the number of sampling periods the
+ * sample stands for, less one: a timer interrupt that came late (an
+ * emulated CPU, a long stretch with interrupts off) stands for every
+ * period that passed meanwhile while current ran.
+ */
+#define PLABEL_SAMPLE_PERIODS_SHIFT	16
+#define PLABEL_SAMPLE_PERIODS_MAX	65536U
+#define PLABEL_SAMPLE_PERIODS(flags)	(((flags) >> PLABEL_SAMPLE_PERIODS_SHIFT) + 1)
 
 /* User registers in dwarf mode, in libunwind's x86-64 numbering. */
 enum plabel_reg {
@@ -278,11 +287,13 @@ enum plabel_lost_kind {
 	PLABEL_LOST_RECORDS = 0,	/* records dropped on cpu (ring full) */
 	PLABEL_LOST_MAPPINGS = 1,	/* executable mappings not reported */
 	PLABEL_LOST_PROCESSES = 2,	/* processes a TREE session missed */
+	PLABEL_LOST_PERIODS = 3,	/* periods of samples dropped on cpu */
 };
 
 /*
  * Things lost since the previous LOST record of the same kind (and cpu,
- * for PLABEL_LOST_RECORDS; cpu is 0 for the others).
+ * for PLABEL_LOST_RECORDS and PLABEL_LOST_PERIODS; cpu is 0 for the
+ * others).
  */
 struct plabel_rec_lost {
 	struct plabel_rec_header hdr;
