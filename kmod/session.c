@@ -371,14 +371,24 @@ static bool plabel_scan_too_soon(struct plabel_session *s,
 
 /*
  * Process context; one caller at a time (the tick, or stop after it). The
- * tick (budget) walks for at most PLABEL_SCAN_BUDGET_US each time and
- * leaves what is too soon or over budget queued for the next; stop walks
- * everything queued.
+ * tick (budget) walks PLABEL_SCAN_BUDGET_US a tick on average: each walk's
+ * time is a debt, each tick pays off one budget, and a tick in debt walks
+ * nothing, so however long one walk takes the walker's share of a CPU
+ * stays at a tenth. What is too soon or over budget waits queued for a
+ * later tick; stop walks everything queued.
  */
 static void plabel_scan_pending(struct plabel_session *s, bool budget)
 {
-	u64 t0 = ktime_get_ns(), limit = PLABEL_SCAN_BUDGET_US * NSEC_PER_USEC;
+	s64 pay = PLABEL_SCAN_BUDGET_US * NSEC_PER_USEC;
+	u64 t0 = ktime_get_ns(), t;
 	unsigned int n, cpu, i;
+
+	if (budget) {
+		/* no saving up beyond one tick's budget */
+		s->scan_debt = max_t(s64, s->scan_debt - pay, -pay);
+		if (s->scan_debt >= 0)
+			return;
+	}
 
 	for (n = 0, cpu = s->scan_cpu; n < nr_cpu_ids;
 	     n++, cpu = (cpu + 1) % nr_cpu_ids) {
@@ -394,7 +404,8 @@ static void plabel_scan_pending(struct plabel_session *s, bool budget)
 
 			if (!mm)
 				continue;
-			if (budget && ktime_get_ns() - t0 > limit) {
+			t = ktime_get_ns();
+			if (budget && s->scan_debt + (s64)(t - t0) >= 0) {
 				s->scan_cpu = cpu;
 				goto out;
 			}
@@ -417,7 +428,10 @@ static void plabel_scan_pending(struct plabel_session *s, bool budget)
 	}
 	s->scan_cpu = 0;
 out:
-	this_cpu_add(plabel_stats.scan_ns, ktime_get_ns() - t0);
+	t = ktime_get_ns() - t0;
+	if (budget)
+		s->scan_debt += t;
+	this_cpu_add(plabel_stats.scan_ns, t);
 }
 
 static bool plabel_session_has_data(struct plabel_session *s)

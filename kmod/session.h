@@ -121,6 +121,7 @@ struct plabel_session {
 	u64 lost_procs_seen;
 	struct plabel_scan_hist scan_hist[PLABEL_SCAN_HIST];
 	unsigned int scan_cpu;	/* where the tick's walk goes on */
+	s64 scan_debt;		/* walking time not yet paid off, ns */
 
 	struct plabel_cpu **cpu;	/* [nr_cpu_ids], possible CPUs */
 	u32 ring_size;

@@ -360,8 +360,12 @@ static inline uint64_t su_count(struct su_stream *st, uint32_t type)
 	while ((h = su_next(st, &off))) {
 		if (h->type != type)
 			continue;
-		if (type == PLABEL_REC_LOST)
+		/* records lost; other kinds count other things */
+		if (type == PLABEL_REC_LOST &&
+		    ((struct plabel_rec_lost *)h)->kind == PLABEL_LOST_RECORDS)
 			n += ((struct plabel_rec_lost *)h)->lost;
+		else if (type == PLABEL_REC_LOST)
+			continue;
 		else
 			n++;
 	}

@@ -309,12 +309,14 @@ static void fz_check(unsigned long cmd, uint64_t arg, int ret, int err)
 		return;
 	}
 	if (ret == 0) {
-		if (fz_ptr_is_kernel(arg) && cmd != PLABEL_IOC_SESSION_STOP)
+		if (fz_ptr_is_kernel(arg) &&
+		    FZ_BASE(cmd) != FZ_BASE(PLABEL_IOC_SESSION_STOP))
 			fz_unexpected("cmd %#lx: kernel pointer accepted%s",
 				      cmd, 0);
 		return;
 	}
-	if (fz_ptr_is_kernel(arg) && cmd != PLABEL_IOC_SESSION_STOP &&
+	if (fz_ptr_is_kernel(arg) &&
+	    FZ_BASE(cmd) != FZ_BASE(PLABEL_IOC_SESSION_STOP) &&
 	    err != EFAULT && err != ENOTTY)
 		fz_unexpected("cmd %#lx: kernel argument pointer gave %s",
 			      cmd, err);
@@ -1201,7 +1203,9 @@ static int fz_tally_buf(struct fz_tally *y, const char *buf, size_t len)
 		case PLABEL_REC_STREAM:
 			break;
 		case PLABEL_REC_LOST:
-			y->lost += ((const struct plabel_rec_lost *)h)->lost;
+			if (((const struct plabel_rec_lost *)h)->kind ==
+			    PLABEL_LOST_RECORDS)
+				y->lost += ((const struct plabel_rec_lost *)h)->lost;
 			break;
 		case PLABEL_REC_SAMPLE:
 			y->samples++;
