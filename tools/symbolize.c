@@ -2,7 +2,7 @@
 /*
  * Symbolization with elfutils: one Dwfl per ELF file (reported at its own
  * link-time addresses), names from DWARF or the symbol table, source lines
- * from the line table, inlined frames from dwarf_getscopes(). The file is
+ * from the line table, inlined frames from the DIE tree. The file is
  * also mapped read-only for the unwinder's raw reads of .eh_frame_hdr and
  * .eh_frame. Kernel addresses come from /proc/kallsyms.
  */
@@ -323,6 +323,94 @@ static int plabel_is_func(Dwarf_Die *d)
 	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
 }
 
+/* DIEs that may hold functions whether or not they have addresses. */
+static int plabel_is_container(Dwarf_Die *d)
+{
+	switch (dwarf_tag(d)) {
+	case DW_TAG_namespace:
+	case DW_TAG_module:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+		return 1;
+	}
+	return 0;
+}
+
+/* DIEs with code, to be entered only when they cover the address. */
+static int plabel_is_code_scope(Dwarf_Die *d)
+{
+	switch (dwarf_tag(d)) {
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_lexical_block:
+	case DW_TAG_try_block:
+	case DW_TAG_catch_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_entry_point:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The innermost subprogram or inlined subroutine of cu's DIE tree that
+ * covers pc, into *out. 1 when found, else 0.
+ *
+ * Walked here rather than with dwarf_getscopes(): that one also resolves
+ * every abstract origin of the scopes it found, which plabel does not
+ * need, and elfutils 0.188 leaks its result when one of those
+ * references is broken. Descends only through DIEs that cover pc (and
+ * through namespaces and classes, which have no addresses), never deeper
+ * than PLABEL_SCOPE_DEPTH, and looks at no more than PLABEL_SCOPE_DIES
+ * DIEs, so a crafted tree costs bounded time.
+ */
+#define PLABEL_SCOPE_DEPTH	256
+#define PLABEL_SCOPE_DIES	(1 << 20)
+
+static int plabel_scope_walk(Dwarf_Die *parent, Dwarf_Addr pc,
+			     Dwarf_Die *out, unsigned int depth,
+			     unsigned int *budget)
+{
+	Dwarf_Die child;
+
+	if (depth >= PLABEL_SCOPE_DEPTH || dwarf_child(parent, &child))
+		return 0;
+	do {
+		if (!*budget)
+			return 0;
+		(*budget)--;
+		if (plabel_is_code_scope(&child)) {
+			if (dwarf_haspc(&child, pc) != 1)
+				continue;
+			/* scopes with code nest: this one is the way in */
+			if (plabel_is_func(&child))
+				*out = child;
+			plabel_scope_walk(&child, pc, out, depth + 1, budget);
+			return 1;
+		}
+		if (plabel_is_container(&child) &&
+		    dwarf_haschildren(&child) == 1 &&
+		    plabel_scope_walk(&child, pc, out, depth + 1, budget))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int plabel_innermost_func(Dwarf_Die *cu, Dwarf_Addr pc,
+				 Dwarf_Die *out)
+{
+	unsigned int budget = PLABEL_SCOPE_DIES;
+	Dwarf_Die found;
+
+	found.addr = NULL;
+	plabel_scope_walk(cu, pc, &found, 0, &budget);
+	if (!found.addr)
+		return 0;
+	*out = found;
+	return 1;
+}
+
 static const char *plabel_die_name(Dwarf_Die *d)
 {
 	Dwarf_Attribute a;
@@ -339,13 +427,13 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			 struct plabel_sym_frame *frames, int max)
 {
 	Dwarf_Addr addr = vaddr + e->mod_bias, cubias = 0;
-	Dwarf_Die *cudie, *scopes = NULL;
 	Dwarf_Files *files = NULL;
 	const char *symname = NULL;
+	Dwarf_Die *cudie, cur;
 	Dwfl_Line *line;
 	GElf_Off off;
 	GElf_Sym sym;
-	int n = 0, nscopes, i;
+	int n = 0, i;
 
 	if (plabel_elf_load(e) || !e->mod || max <= 0)
 		return 0;
@@ -365,19 +453,12 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	}
 
 	cudie = dwfl_module_addrdie(e->mod, addr, &cubias);
-	nscopes = cudie ? dwarf_getscopes(cudie, addr - cubias, &scopes) : 0;
-	for (i = 0; i < nscopes; i++)
-		if (plabel_is_func(&scopes[i]))
-			break;
-	if (i < nscopes) {
-		Dwarf_Die cur = scopes[i];
-
+	if (cudie && plabel_innermost_func(cudie, addr - cubias, &cur)) {
 		dwarf_getsrcfiles(cudie, &files, NULL);
 		frames[n++].function = plabel_die_name(&cur);
 		/*
-		 * dwarf_getscopes() goes on into an inlined function's
-		 * abstract origin; the concrete caller is found from the
-		 * inlined instance's own parents.
+		 * The concrete caller of an inlined instance is found from
+		 * the instance's own parents.
 		 */
 		while (dwarf_tag(&cur) == DW_TAG_inlined_subroutine &&
 		       n < max) {
@@ -409,7 +490,6 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			frames[n++].function = plabel_die_name(&cur);
 		}
 	}
-	free(scopes);
 	if (n == 0) {
 		if (!symname && !frames[0].file)
 			return 0;

