@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,48 +149,114 @@ static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
 	return 0;
 }
 
+/*
+ * The largest ELF file read. The path comes from a profiled, possibly
+ * hostile, process and the reader runs as root: its memory and time are
+ * not to be spent on files of any size.
+ */
+#define PLABEL_ELF_MAX_SIZE	(1ULL << 30)
+
+/*
+ * A private, sealed copy of the size bytes of regular file fd in a memfd:
+ * what the file's owner does to it later (truncating it under a mapping
+ * would be SIGBUS, rewriting it would change what was checked) no longer
+ * reaches the reader. The memfd, or a negative errno.
+ */
+static int plabel_elf_copy(int fd, size_t size)
+{
+	size_t done = 0;
+	int mfd;
+
+	mfd = memfd_create("plabel-elf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return -errno;
+	while (done < size) {
+		off_t pos = done;
+		ssize_t n = sendfile(mfd, fd, &pos, size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* shrunk while read: not the file we were asked about */
+			close(mfd);
+			return n < 0 ? -errno : -ESTALE;
+		}
+		done += n;
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+		  F_SEAL_WRITE | F_SEAL_SEAL)) {
+		int err = -errno;
+
+		close(mfd);
+		return err;
+	}
+	return mfd;
+}
+
 static int plabel_elf_open(struct plabel_elf *e)
 {
 	struct stat st;
 	Elf *elf;
-	int fd, ret;
+	int fd, mfd, ret;
 
-	fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * Not blocking (a FIFO put in the file's place since it was named
+	 * would wait for a writer forever) and not becoming our terminal.
+	 */
+	fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* replaced since it was named (say, rebuilt): its names would lie */
-	if (fstat(fd, &st) || st.st_dev != e->seen.st_dev ||
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != e->seen.st_dev ||
 	    st.st_ino != e->seen.st_ino || st.st_size != e->seen.st_size ||
 	    st.st_mtim.tv_sec != e->seen.st_mtim.tv_sec ||
 	    st.st_mtim.tv_nsec != e->seen.st_mtim.tv_nsec) {
 		close(fd);
 		return -ESTALE;
 	}
-	e->image_size = st.st_size;
-	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (st.st_size <= 0 || (uint64_t)st.st_size > PLABEL_ELF_MAX_SIZE) {
+		close(fd);
+		return -EFBIG;
+	}
+	mfd = plabel_elf_copy(fd, st.st_size);
 	close(fd);
+	if (mfd < 0)
+		return mfd;
+	e->image_size = st.st_size;
+	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
 	if (e->image == MAP_FAILED) {
+		ret = -errno;
 		e->image = NULL;
-		return -errno;
+		close(mfd);
+		return ret;
 	}
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)e->image, e->image_size);
-	if (!elf)
+	if (!elf) {
+		close(mfd);
 		return -ENOEXEC;
+	}
 	ret = plabel_elf_load_phdrs(e, elf);
 	elf_end(elf);
-	if (ret)
+	if (ret) {
+		close(mfd);
 		return ret;
-
-	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
-	if (e->dwfl) {
-		dwfl_report_begin(e->dwfl);
-		e->mod = dwfl_report_elf(e->dwfl, e->path, e->path, -1, 0,
-					 false);
-		dwfl_report_end(e->dwfl, NULL, NULL);
-		if (e->mod && !dwfl_module_getelf(e->mod, &e->mod_bias))
-			e->mod = NULL;
 	}
+
+	/* libdwfl reads the same sealed copy, never the path again */
+	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
+	if (!e->dwfl) {
+		close(mfd);
+		return 0;
+	}
+	dwfl_report_begin(e->dwfl);
+	e->mod = dwfl_report_elf(e->dwfl, e->path, e->path, mfd, 0, false);
+	if (!e->mod)
+		close(mfd);	/* consumed only on success */
+	dwfl_report_end(e->dwfl, NULL, NULL);
+	if (e->mod && !dwfl_module_getelf(e->mod, &e->mod_bias))
+		e->mod = NULL;
 	return 0;
 }
 
@@ -210,7 +277,9 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 	}
 	/* only looked at: reading it waits for the first question */
 	e->state = stat(path, &e->seen) || !S_ISREG(e->seen.st_mode) ||
-		   e->seen.st_size <= 0 ? PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
+		   e->seen.st_size <= 0 ||
+		   (uint64_t)e->seen.st_size > PLABEL_ELF_MAX_SIZE ?
+		   PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
 	e->next = s->elfs;
 	s->elfs = e;
 	return e->state != PLABEL_ELF_BAD ? e : NULL;

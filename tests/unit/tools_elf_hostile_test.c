@@ -6,7 +6,7 @@
  * (fuzz/elf_fuzz.c) or a review of the file handling found: broken DWARF
  * that made libdw leak, a FIFO swapped in for the file that made open()
  * block, a file truncated under the reader's mapping (SIGBUS), files of
- * any size, and separate debug info looked up next to the file.
+ * any size.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -61,6 +61,43 @@ static int write_file(const char *path, const void *buf, size_t size)
 	n = write(fd, buf, size);
 	close(fd);
 	return n == (ssize_t)size ? 0 : -EIO;
+}
+
+/* vaddr of a symbol of this program in its own ELF file. */
+static uint64_t self_vaddr(const void *fn)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t start, end, off, addr = (uintptr_t)fn, vaddr = 0;
+	char line[512], perms[8];
+	uint8_t *img;
+	size_t size, i;
+	Elf *elf;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s %lx", &start, &end, perms,
+			   &off) == 4 && addr >= start && addr < end)
+			break;
+	fclose(f);
+	img = read_self(&size);
+	if (!img)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, size);
+	for (i = 0; elf && vaddr == 0; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph))
+			break;
+		if (ph.p_type == PT_LOAD && off >= (ph.p_offset & ~4095UL) &&
+		    off < ph.p_offset + ph.p_filesz)
+			vaddr = addr - start + off - ph.p_offset + ph.p_vaddr;
+	}
+	if (elf)
+		elf_end(elf);
+	free(img);
+	return vaddr;
 }
 
 FIXTURE(hostile) {
@@ -194,6 +231,89 @@ TEST_F(hostile, broken_abstract_origin_does_not_leak)
 	after = mallinfo2();
 	/* under 2 bytes a lookup: nothing kept per lookup */
 	EXPECT_GT(4000, after.uordblks - before.uordblks);
+}
+
+/*
+ * The file was regular when named; a FIFO is in its place by the time it
+ * is read. Opening a FIFO for reading waits for a writer: the reader (as
+ * root) would hang. It must give up at once.
+ */
+TEST_F(hostile, fifo_in_its_place_does_not_block)
+{
+	struct plabel_elf *e;
+
+	ASSERT_EQ(0, write_file(self->path, "\177ELF", 4));
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	ASSERT_EQ(0, unlink(self->path));
+	ASSERT_EQ(0, mkfifo(self->path, 0600));
+	alarm(10);
+	EXPECT_EQ(NULL, plabel_elf_build_id(e));
+	alarm(0);
+}
+
+/* Devices and FIFOs are refused when named, without being opened. */
+TEST_F(hostile, devices_and_fifos_refused)
+{
+	char fifo[160];
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", self->dir);
+	ASSERT_EQ(0, mkfifo(fifo, 0600));
+	alarm(10);
+	EXPECT_EQ(NULL, plabel_syms_elf(self->syms, fifo));
+	EXPECT_EQ(NULL, plabel_syms_elf(self->syms, "/dev/zero"));
+	EXPECT_EQ(NULL, plabel_syms_elf(self->syms, "/dev/tty"));
+	EXPECT_EQ(NULL, plabel_syms_elf(self->syms, self->dir));
+	alarm(0);
+}
+
+/*
+ * The file is truncated after the reader has loaded it: reads of its
+ * image (the unwinder's, of .eh_frame) and symbolization must still
+ * work on what was read, not die of SIGBUS on a mapping past the end.
+ */
+TEST_F(hostile, truncated_after_load)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	uint64_t lo, hi, word, pc = self_vaddr(hostile_outer);
+	struct plabel_elf *e;
+	size_t size;
+	uint8_t *img;
+	int n;
+
+	ASSERT_NE(0, pc);
+	img = read_self(&size);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	free(img);
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	ASSERT_NE(NULL, plabel_elf_build_id(e));
+	ASSERT_EQ(0, truncate(self->path, 0));
+	plabel_elf_extent(e, &lo, &hi);
+	ASSERT_LT(lo, hi);
+	EXPECT_EQ(0, plabel_elf_read(e, pc, &word, sizeof(word)));
+	n = plabel_elf_symbolize(e, pc, fr, PLABEL_SYM_MAX_FRAMES);
+	ASSERT_LE(1, n);
+	EXPECT_STREQ("hostile_outer", fr[n - 1].function);
+}
+
+/* A file over the size limit (sparse: costs no disk) is not read. */
+TEST_F(hostile, oversized_file_refused)
+{
+	struct plabel_elf *e;
+	size_t size;
+	uint8_t *img;
+
+	img = read_self(&size);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	free(img);
+	/* a real ELF file at its start: only its size is wrong */
+	ASSERT_EQ(0, truncate(self->path, (1LL << 30) + 1));
+	e = plabel_syms_elf(self->syms, self->path);
+	if (e)
+		EXPECT_EQ(NULL, plabel_elf_build_id(e));
 }
 
 TEST_HARNESS_MAIN
