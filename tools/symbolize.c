@@ -21,6 +21,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "symbolize.h"
 
@@ -62,9 +63,124 @@ struct plabel_syms {
 	size_t nksyms;
 };
 
-static char *plabel_debuginfo_path;
+/*
+ * The largest ELF file read. The path comes from a profiled, possibly
+ * hostile, process and the reader runs as root: its memory and time are
+ * not to be spent on files of any size.
+ */
+#define PLABEL_ELF_MAX_SIZE	(1ULL << 30)
+
+/* Separate debug info comes from here alone (see plabel_find_debuginfo). */
+static char plabel_debug_dir[] = "/usr/lib/debug";
+static char *plabel_debuginfo_path = plabel_debug_dir;
+
+/*
+ * path opened for reading if it is a regular file of at most
+ * PLABEL_ELF_MAX_SIZE bytes, without blocking (a FIFO) and without
+ * becoming our terminal (a tty). The fd, or a negative errno.
+ */
+static int plabel_open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_size <= 0 ||
+	    (uint64_t)st->st_size > PLABEL_ELF_MAX_SIZE) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* The GNU debuglink checksum (zlib's CRC-32) of regular file fd. */
+static int plabel_file_crc(int fd, size_t size, uint32_t *crc)
+{
+	void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	uLong c = crc32(0, Z_NULL, 0);
+	size_t done = 0;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	/* zlib takes uInt lengths */
+	while (done < size) {
+		uInt n = size - done > (1U << 30) ? 1U << 30 : size - done;
+
+		c = crc32(c, (const Bytef *)p + done, n);
+		done += n;
+	}
+	munmap(p, size);
+	*crc = c;
+	return 0;
+}
+
+/*
+ * libdwfl's find_debuginfo callback. libdwfl's standard one also looks
+ * next to the file and in its .debug/ directory, under a name taken from
+ * the file (its .gnu_debuglink, or its own name), and opens what it finds
+ * there blocking: the profiled process chooses all of that, and could
+ * put a FIFO, a device or a huge file there for the reader to open as
+ * root (the ELF fuzzer's file at /proc/self/fd/N had libdwfl open other
+ * descriptors of the fuzzer as its debug file). Here separate debug info
+ * comes from root's /usr/lib/debug alone: by build id through libdwfl
+ * (in .build-id/ of plabel_debuginfo_path), else by the debuglink name,
+ * which must be a plain file name, in /usr/lib/debug/DIR/ for the file's
+ * directory DIR, opened like the file itself and checked against the
+ * link's CRC. The same for a DWZ alternate file, whose absolute name must
+ * be under /usr/lib/debug/. Never debuginfod.
+ */
+static int plabel_find_debuginfo(Dwfl_Module *mod, void **userdata,
+				 const char *modname, Dwarf_Addr base,
+				 const char *file_name, const char *debuglink,
+				 GElf_Word crc, char **debuginfo_file_name)
+{
+	const char *slash;
+	struct stat st;
+	uint32_t seen = 0;
+	char *path;
+	int fd;
+
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
+					  file_name, debuglink, crc,
+					  debuginfo_file_name);
+	if (fd >= 0 || !debuglink || !debuglink[0] || strstr(debuglink, ".."))
+		return -1;
+	if (debuglink[0] == '/') {
+		/* an alternate file (DWZ): named in full */
+		if (strncmp(debuglink, plabel_debug_dir,
+			    sizeof(plabel_debug_dir) - 1) ||
+		    debuglink[sizeof(plabel_debug_dir) - 1] != '/')
+			return -1;
+		path = strdup(debuglink);
+	} else {
+		if (strchr(debuglink, '/') || !file_name ||
+		    file_name[0] != '/' || strstr(file_name, "/./") ||
+		    strstr(file_name, "/../"))
+			return -1;
+		slash = strrchr(file_name, '/');
+		if (asprintf(&path, "%s%.*s/%s", plabel_debug_dir,
+			     (int)(slash - file_name), file_name,
+			     debuglink) < 0)
+			path = NULL;
+	}
+	if (!path)
+		return -1;
+	fd = plabel_open_regular(path, &st);
+	if (fd >= 0 && crc &&
+	    (plabel_file_crc(fd, st.st_size, &seen) || seen != crc)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		free(path);
+		return -1;
+	}
+	*debuginfo_file_name = path;
+	return fd;
+}
+
 static const Dwfl_Callbacks plabel_dwfl_cb = {
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = plabel_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &plabel_debuginfo_path,
 };
@@ -150,13 +266,6 @@ static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
 }
 
 /*
- * The largest ELF file read. The path comes from a profiled, possibly
- * hostile, process and the reader runs as root: its memory and time are
- * not to be spent on files of any size.
- */
-#define PLABEL_ELF_MAX_SIZE	(1ULL << 30)
-
-/*
  * A private, sealed copy of the size bytes of regular file fd in a memfd:
  * what the file's owner does to it later (truncating it under a mapping
  * would be SIGBUS, rewriting it would change what was checked) no longer
@@ -199,25 +308,17 @@ static int plabel_elf_open(struct plabel_elf *e)
 	Elf *elf;
 	int fd, mfd, ret;
 
-	/*
-	 * Not blocking (a FIFO put in the file's place since it was named
-	 * would wait for a writer forever) and not becoming our terminal.
-	 */
-	fd = open(e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	/* a FIFO put in the file's place since it was named must not block */
+	fd = plabel_open_regular(e->path, &st);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* replaced since it was named (say, rebuilt): its names would lie */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_dev != e->seen.st_dev ||
+	if (st.st_dev != e->seen.st_dev ||
 	    st.st_ino != e->seen.st_ino || st.st_size != e->seen.st_size ||
 	    st.st_mtim.tv_sec != e->seen.st_mtim.tv_sec ||
 	    st.st_mtim.tv_nsec != e->seen.st_mtim.tv_nsec) {
 		close(fd);
 		return -ESTALE;
-	}
-	if (st.st_size <= 0 || (uint64_t)st.st_size > PLABEL_ELF_MAX_SIZE) {
-		close(fd);
-		return -EFBIG;
 	}
 	mfd = plabel_elf_copy(fd, st.st_size);
 	close(fd);

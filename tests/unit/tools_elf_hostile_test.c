@@ -6,7 +6,7 @@
  * (fuzz/elf_fuzz.c) or a review of the file handling found: broken DWARF
  * that made libdw leak, a FIFO swapped in for the file that made open()
  * block, a file truncated under the reader's mapping (SIGBUS), files of
- * any size.
+ * any size, and separate debug info looked up next to the file.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -314,6 +314,73 @@ TEST_F(hostile, oversized_file_refused)
 	e = plabel_syms_elf(self->syms, self->path);
 	if (e)
 		EXPECT_EQ(NULL, plabel_elf_build_id(e));
+}
+
+/*
+ * DIR/prog: this program without its DWARF, with a .gnu_debuglink to
+ * DIR/prog.debug, which holds the DWARF. 0, or -1 without objcopy.
+ */
+static int split_debug(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && objcopy --only-keep-debug /proc/%d/exe prog.debug"
+		 " && objcopy --strip-debug --add-gnu-debuglink=prog.debug"
+		 " /proc/%d/exe prog", dir, (int)getpid(), (int)getpid());
+	return system(cmd) ? -1 : 0;
+}
+
+/*
+ * The file's debug link names a FIFO next to it. libdwfl's standard
+ * lookup opened it, blocking, as root: the reader hung on the first
+ * address. Debug info is not looked for next to the file any more; the
+ * symbol table still names the function.
+ */
+TEST_F(hostile, debuglink_to_fifo_does_not_block)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	uint64_t pc = self_vaddr(hostile_outer);
+	char dbg[160];
+	struct plabel_elf *e;
+	int n;
+
+	ASSERT_NE(0, pc);
+	if (split_debug(self->dir))
+		SKIP(return, "objcopy failed (binutils missing?)");
+	snprintf(dbg, sizeof(dbg), "%s/prog.debug", self->dir);
+	ASSERT_EQ(0, unlink(dbg));
+	ASSERT_EQ(0, mkfifo(dbg, 0600));
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	alarm(10);
+	n = plabel_elf_symbolize(e, pc, fr, PLABEL_SYM_MAX_FRAMES);
+	alarm(0);
+	ASSERT_EQ(1, n);
+	EXPECT_STREQ("hostile_outer", fr[0].function);
+}
+
+/*
+ * Nor is a regular debug file next to it used: the profiled process
+ * chooses what is there. (Its lines would be the process's word only.)
+ */
+TEST_F(hostile, debug_file_next_to_file_not_used)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	uint64_t pc = self_vaddr(hostile_outer);
+	struct plabel_elf *e;
+	int n;
+
+	ASSERT_NE(0, pc);
+	if (split_debug(self->dir))
+		SKIP(return, "objcopy failed (binutils missing?)");
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	n = plabel_elf_symbolize(e, pc, fr, PLABEL_SYM_MAX_FRAMES);
+	ASSERT_EQ(1, n);
+	EXPECT_STREQ("hostile_outer", fr[0].function);
+	EXPECT_EQ(NULL, fr[0].file);
+	EXPECT_EQ(0, fr[0].line);
 }
 
 TEST_HARNESS_MAIN
