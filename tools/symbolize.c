@@ -219,6 +219,80 @@ void plabel_syms_free(struct plabel_syms *s)
 	free(s);
 }
 
+/*
+ * What the sections of a file may claim in all, decompressed: libdw
+ * allocates a compressed (SHF_COMPRESSED or .zdebug) section's stated
+ * size and inflates into it, and a few kilobytes of zlib inflate to
+ * megabytes, so a small file could have the reader (root) allocate and
+ * fill gigabytes.
+ */
+#define PLABEL_ELF_MAX_INFLATED	(1ULL << 30)
+
+/*
+ * Check the section table before libdwfl sees the file: header entry
+ * sizes as the class has them, every section with contents inside the
+ * file, compressed sections claiming no more than PLABEL_ELF_MAX_INFLATED
+ * bytes in all. 0, or -ENOEXEC for a file to leave alone.
+ */
+static int plabel_elf_check_sections(Elf *elf, size_t image_size)
+{
+	uint64_t inflated = 0;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, shnum, phnum;
+	GElf_Ehdr eh;
+	int cls = gelf_getclass(elf);
+
+	if (!gelf_getehdr(elf, &eh) || (cls != ELFCLASS32 && cls != ELFCLASS64))
+		return -ENOEXEC;
+	if (elf_getshdrnum(elf, &shnum) || elf_getphdrnum(elf, &phnum))
+		return -ENOEXEC;
+	if ((phnum && eh.e_phentsize != gelf_fsize(elf, ELF_T_PHDR, 1,
+						  EV_CURRENT)) ||
+	    (shnum && eh.e_shentsize != gelf_fsize(elf, ELF_T_SHDR, 1,
+						  EV_CURRENT)))
+		return -ENOEXEC;
+	if (shnum && elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL)
+			continue;
+		if (sh.sh_offset > image_size ||
+		    sh.sh_size > image_size - sh.sh_offset)
+			return -ENOEXEC;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch))
+				return -ENOEXEC;
+			inflated += ch.ch_size < PLABEL_ELF_MAX_INFLATED ?
+				    ch.ch_size : PLABEL_ELF_MAX_INFLATED;
+		} else if ((name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+			   !strncmp(name, ".zdebug", 7)) {
+			/* "ZLIB" and the size, 8 bytes big-endian */
+			const uint8_t *z;
+			Elf_Data *d = elf_rawdata(scn, NULL);
+			uint64_t zs = 0;
+			int i;
+
+			if (!d || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+				continue;	/* not compressed: libdw agrees */
+			z = (const uint8_t *)d->d_buf + 4;
+			for (i = 0; i < 8; i++)
+				zs = zs << 8 | z[i];
+			inflated += zs < PLABEL_ELF_MAX_INFLATED ?
+				    zs : PLABEL_ELF_MAX_INFLATED;
+		}
+		if (inflated > PLABEL_ELF_MAX_INFLATED)
+			return -ENOEXEC;
+	}
+	return 0;
+}
+
 static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
 {
 	size_t phnum, i;
@@ -338,7 +412,9 @@ static int plabel_elf_open(struct plabel_elf *e)
 		close(mfd);
 		return -ENOEXEC;
 	}
-	ret = plabel_elf_load_phdrs(e, elf);
+	ret = plabel_elf_check_sections(elf, e->image_size);
+	if (!ret)
+		ret = plabel_elf_load_phdrs(e, elf);
 	elf_end(elf);
 	if (ret) {
 		close(mfd);

@@ -6,9 +6,11 @@
  * (fuzz/elf_fuzz.c) or a review of the file handling found: broken DWARF
  * that made libdw leak, a FIFO swapped in for the file that made open()
  * block, a file truncated under the reader's mapping (SIGBUS), files of
- * any size, and separate debug info looked up next to the file.
+ * any size, separate debug info looked up next to the file, and section
+ * tables claiming more than the file holds or inflates to.
  */
 #include <dwarf.h>
+#include <elf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +27,13 @@
 
 #include "../../tools/symbolize.h"
 
-/* This test program, read whole. */
-static uint8_t *read_self(size_t *size)
+/* A file, read whole. */
+static uint8_t *read_path(const char *path, size_t *size)
 {
 	struct stat st;
 	uint8_t *buf;
 	size_t done = 0;
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st))
 		return NULL;
@@ -49,6 +51,12 @@ static uint8_t *read_self(size_t *size)
 	close(fd);
 	*size = st.st_size;
 	return buf;
+}
+
+/* This test program, read whole. */
+static uint8_t *read_self(size_t *size)
+{
+	return read_path("/proc/self/exe", size);
 }
 
 static int write_file(const char *path, const void *buf, size_t size)
@@ -381,6 +389,92 @@ TEST_F(hostile, debug_file_next_to_file_not_used)
 	EXPECT_STREQ("hostile_outer", fr[0].function);
 	EXPECT_EQ(NULL, fr[0].file);
 	EXPECT_EQ(0, fr[0].line);
+}
+
+/* The section header of the section called name in a 64-bit ELF image. */
+static Elf64_Shdr *find_shdr(uint8_t *img, size_t size, const char *name)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh, *str;
+	int i;
+
+	if (size < sizeof(*eh) || eh->e_shoff > size ||
+	    (size - eh->e_shoff) / sizeof(*sh) < eh->e_shnum ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		return NULL;
+	sh = (Elf64_Shdr *)(img + eh->e_shoff);
+	str = &sh[eh->e_shstrndx];
+	for (i = 0; i < eh->e_shnum; i++)
+		if (str->sh_offset + sh[i].sh_name < size &&
+		    !strcmp((char *)img + str->sh_offset + sh[i].sh_name, name))
+			return &sh[i];
+	return NULL;
+}
+
+/*
+ * A section claiming contents past the end of the file: the file is left
+ * alone before libdwfl sees it. (libelf checks this too, section by
+ * section, when asked for one; plabel no longer relies on it.)
+ */
+TEST_F(hostile, section_past_end_refused)
+{
+	struct plabel_elf *e;
+	Elf64_Shdr *sh;
+	size_t size;
+	uint8_t *img;
+
+	img = read_self(&size);
+	ASSERT_NE(NULL, img);
+	sh = find_shdr(img, size, ".debug_info");
+	ASSERT_NE(NULL, sh);
+	sh->sh_size = size;
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	free(img);
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(NULL, plabel_elf_build_id(e));
+}
+
+/*
+ * A compressed debug section claiming to inflate to 2 GiB: libdw would
+ * allocate that much and inflate into it (a real zlib bomb fills it from
+ * about 2 MB). The file is refused.
+ */
+TEST_F(hostile, compressed_section_claiming_too_much_refused)
+{
+	struct plabel_elf *e;
+	Elf64_Chdr *ch;
+	Elf64_Shdr *sh;
+	char cmd[512];
+	size_t size;
+	uint8_t *img;
+
+	snprintf(cmd, sizeof(cmd),
+		 "objcopy --compress-debug-sections=zlib /proc/%d/exe '%s'",
+		 (int)getpid(), self->path);
+	if (system(cmd))
+		SKIP(return, "objcopy failed (binutils missing?)");
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	/* compressed as it is: read, build id and all */
+	ASSERT_NE(NULL, plabel_elf_build_id(e));
+	plabel_syms_free(self->syms);
+	self->syms = plabel_syms_new();
+	ASSERT_NE(NULL, self->syms);
+
+	img = read_path(self->path, &size);
+	ASSERT_NE(NULL, img);
+	sh = find_shdr(img, size, ".debug_info");
+	ASSERT_NE(NULL, sh);
+	ASSERT_NE(0, sh->sh_flags & SHF_COMPRESSED);
+	ch = (Elf64_Chdr *)(img + sh->sh_offset);
+	ch->ch_size = 2ULL << 30;
+	ASSERT_EQ(0, unlink(self->path));
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	free(img);
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(NULL, plabel_elf_build_id(e));
 }
 
 TEST_HARNESS_MAIN
