@@ -40,3 +40,10 @@ ifneq ($(FUZZ_CC),)
 ALL_TARGETS	+= $(ELF_FUZZ) $(ELF_SEEDS)
 $(FUZZ_SHORT): $(ELF_FUZZ) $(ELF_SEEDS)
 endif
+
+# Inputs the fuzzer found that plabel had to be fixed for live in
+# fuzz/corpus/elf/ (kept small), where the hostile-file unit test finds
+# them too.
+TEST_DEPS_tools_elf_hostile_test += $(wildcard fuzz/corpus/elf/*)
+$(B)/tests/unit/tools_elf_hostile_test: ALL_CFLAGS += \
+	-DPLABEL_ELF_CORPUS='"$(CURDIR)/fuzz/corpus/elf"'

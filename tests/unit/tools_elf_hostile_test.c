@@ -7,7 +7,8 @@
  * that made libdw leak, a FIFO swapped in for the file that made open()
  * block, a file truncated under the reader's mapping (SIGBUS), files of
  * any size, separate debug info looked up next to the file, and section
- * tables claiming more than the file holds or inflates to.
+ * tables claiming more than the file holds or inflates to; and the
+ * unwinder (tools/unwind.c) on unwind info the fuzzer made up.
  */
 #include <dwarf.h>
 #include <elf.h>
@@ -21,11 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest/kselftest_harness.h"
 
 #include "../../tools/symbolize.h"
+#include "../../tools/unwind.h"
 
 /* A file, read whole. */
 static uint8_t *read_path(const char *path, size_t *size)
@@ -475,6 +478,79 @@ TEST_F(hostile, compressed_section_claiming_too_much_refused)
 	e = plabel_syms_elf(self->syms, self->path);
 	ASSERT_NE(NULL, e);
 	EXPECT_EQ(NULL, plabel_elf_build_id(e));
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * The ELF fuzzer's file fuzz/corpus/elf/unwind-nop-fde: a PT_LOAD whose
+ * memory size runs on for exabytes past its 2 KB of file (zeros, which
+ * are DW_CFA_nop), and unwind info that sends libunwind into it. These
+ * two unwinds made 16.8 and 33.6 million reads, half a second of CPU
+ * (45 seconds each under the fuzzer's sanitizers): for every sample of a
+ * process that maps such a file. They must take milliseconds.
+ */
+TEST(unwind_through_crafted_unwind_info_is_bounded)
+{
+	uint64_t regs[PLABEL_REGS_NR], stack[64], ips[32], lo, hi, entry = 0;
+	uint64_t t0, t1;
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_unwinder *u = plabel_unwinder_new();
+	const char *path = PLABEL_ELF_CORPUS "/unwind-nop-fde";
+	struct plabel_map map;
+	struct plabel_elf *e;
+	size_t size, i;
+	uint8_t *img;
+	int n;
+
+	ASSERT_NE(NULL, syms);
+	ASSERT_NE(NULL, u);
+	img = read_path(path, &size);
+	ASSERT_NE(NULL, img);
+	ASSERT_LE(sizeof(Elf64_Ehdr), size);
+	entry = ((Elf64_Ehdr *)img)->e_entry;
+	free(img);
+	e = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, e);
+	plabel_elf_extent(e, &lo, &hi);
+	ASSERT_LT(lo, hi);
+
+	/* as fuzz/elf_fuzz.c sets it up */
+	memset(&map, 0, sizeof(map));
+	map.start = lo & ~4095ULL;
+	map.end = hi;
+	map.path = (char *)path;
+	map.elf = e;
+	memset(regs, 0, sizeof(regs));
+	regs[PLABEL_REG_RIP] = entry >= lo && entry < hi ? entry : lo;
+	regs[PLABEL_REG_RSP] = 0x7ffd00001000ULL;
+	regs[PLABEL_REG_RBP] = regs[PLABEL_REG_RSP] + 8 * 16;
+	for (i = 0; i < 64; i++)
+		stack[i] = i % 3 == 0 ? lo + (hi - lo) / 64 * i + 1 :
+			   i % 3 == 1 ? regs[PLABEL_REG_RSP] + 8 * (i + 8) :
+			   0x5a5a5a5a5a5a5a5aULL * i;
+	alarm(10);
+	t0 = thread_cpu_ns();
+	n = plabel_unwind(u, &map, 1, regs, stack, sizeof(stack), ips, 32);
+	ASSERT_LE(1, n);
+	EXPECT_EQ(regs[PLABEL_REG_RIP], ips[0]);
+	/* and from the last byte of the extent */
+	regs[PLABEL_REG_RIP] = hi - 1;
+	n = plabel_unwind(u, &map, 1, regs, stack, sizeof(stack), ips, 32);
+	t1 = thread_cpu_ns();
+	alarm(0);
+	ASSERT_LE(1, n);
+	EXPECT_EQ(regs[PLABEL_REG_RIP], ips[0]);
+	/* about 10 ms with the read budget, 500 before it */
+	EXPECT_GT(100000000ULL, t1 - t0);
+	plabel_unwinder_free(u);
+	plabel_syms_free(syms);
 }
 
 TEST_HARNESS_MAIN
