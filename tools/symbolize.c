@@ -394,10 +394,20 @@ static int plabel_elf_open(struct plabel_elf *e)
 		close(fd);
 		return -ESTALE;
 	}
-	mfd = plabel_elf_copy(fd, st.st_size);
-	close(fd);
-	if (mfd < 0)
-		return mfd;
+	/*
+	 * Only root can change a file that root owns and its group and
+	 * others cannot write: such files (the system's programs and
+	 * libraries, most of what is mapped) are read in place, without the
+	 * memory a copy costs. Any other file is copied first.
+	 */
+	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
+		mfd = fd;
+	} else {
+		mfd = plabel_elf_copy(fd, st.st_size);
+		close(fd);
+		if (mfd < 0)
+			return mfd;
+	}
 	e->image_size = st.st_size;
 	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
 	if (e->image == MAP_FAILED) {
@@ -421,7 +431,7 @@ static int plabel_elf_open(struct plabel_elf *e)
 		return ret;
 	}
 
-	/* libdwfl reads the same sealed copy, never the path again */
+	/* libdwfl reads what was checked, never the path again */
 	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
 	if (!e->dwfl) {
 		close(mfd);

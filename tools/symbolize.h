@@ -41,9 +41,9 @@ void plabel_syms_free(struct plabel_syms *s);
  * file is read on the first question asked of it below, and only if it is
  * still the file first named (same inode, size and mtime): after that, or
  * when it is not ELF, every question gets the "unknown" answer. It is
- * opened without blocking and copied whole into a sealed memfd, which is
- * all that is read after: the file's owner cannot change or truncate
- * what the reader looks at.
+ * opened without blocking and, unless only root can write it, copied
+ * whole into a sealed memfd, which is all that is read after: the file's
+ * owner cannot change or truncate what the reader looks at.
  */
 struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path);
 
