@@ -3,11 +3,12 @@
 #
 # fuzz/run.sh [SECONDS [NAME..]]: run each libFuzzer target
 # $B/fuzz/NAME_fuzz for SECONDS (default $FUZZ_SECONDS, else 10) on its
-# seed corpus fuzz/corpus/NAME, one TAP line per target and the usual
+# seed corpus fuzz/corpus/NAME (and $B/fuzz/corpus/NAME, seeds the build
+# makes), one TAP line per target and the usual
 # "# Totals:" line. New inputs go to a scratch directory, never into the
 # tree; a crashing input is kept and its path printed. `make check` runs
 # this as build/tests/unit/fuzz_short. Build the targets with
-#   make build/fuzz/profile_fuzz build/fuzz/stream_fuzz
+#   make build/fuzz/profile_fuzz build/fuzz/stream_fuzz build/fuzz/elf_fuzz
 here=$(cd "$(dirname "$0")" && pwd)
 for d in "$here/.." "$here/../../.." .; do
 	[ -f "$d/fuzz/run.sh" ] && [ -f "$d/tests/lib.sh" ] && cd "$d" && break
@@ -43,6 +44,7 @@ for name in "$@"; do
 	mkdir "$work/new"
 	seeds=
 	[ -d "$corpus" ] && seeds=$corpus
+	[ -d "$B/$corpus" ] && seeds="$seeds $B/$corpus"
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=16384 -artifact_prefix="$work/" \
 		"$work/new" $seeds >"$work/log" 2>&1

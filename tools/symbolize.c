@@ -2,7 +2,7 @@
 /*
  * Symbolization with elfutils: one Dwfl per ELF file (reported at its own
  * link-time addresses), names from DWARF or the symbol table, source lines
- * from the line table, inlined frames from dwarf_getscopes(). The file is
+ * from the line table, inlined frames from the DIE tree. The file is
  * also mapped read-only for the unwinder's raw reads of .eh_frame_hdr and
  * .eh_frame. Kernel addresses come from /proc/kallsyms.
  */
@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "symbolize.h"
 
@@ -61,9 +63,124 @@ struct plabel_syms {
 	size_t nksyms;
 };
 
-static char *plabel_debuginfo_path;
+/*
+ * The largest ELF file read. The path comes from a profiled, possibly
+ * hostile, process and the reader runs as root: its memory and time are
+ * not to be spent on files of any size.
+ */
+#define PLABEL_ELF_MAX_SIZE	(1ULL << 30)
+
+/* Separate debug info comes from here alone (see plabel_find_debuginfo). */
+static char plabel_debug_dir[] = "/usr/lib/debug";
+static char *plabel_debuginfo_path = plabel_debug_dir;
+
+/*
+ * path opened for reading if it is a regular file of at most
+ * PLABEL_ELF_MAX_SIZE bytes, without blocking (a FIFO) and without
+ * becoming our terminal (a tty). The fd, or a negative errno.
+ */
+static int plabel_open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_size <= 0 ||
+	    (uint64_t)st->st_size > PLABEL_ELF_MAX_SIZE) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* The GNU debuglink checksum (zlib's CRC-32) of regular file fd. */
+static int plabel_file_crc(int fd, size_t size, uint32_t *crc)
+{
+	void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	uLong c = crc32(0, Z_NULL, 0);
+	size_t done = 0;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	/* zlib takes uInt lengths */
+	while (done < size) {
+		uInt n = size - done > (1U << 30) ? 1U << 30 : size - done;
+
+		c = crc32(c, (const Bytef *)p + done, n);
+		done += n;
+	}
+	munmap(p, size);
+	*crc = c;
+	return 0;
+}
+
+/*
+ * libdwfl's find_debuginfo callback. libdwfl's standard one also looks
+ * next to the file and in its .debug/ directory, under a name taken from
+ * the file (its .gnu_debuglink, or its own name), and opens what it finds
+ * there blocking: the profiled process chooses all of that, and could
+ * put a FIFO, a device or a huge file there for the reader to open as
+ * root (the ELF fuzzer's file at /proc/self/fd/N had libdwfl open other
+ * descriptors of the fuzzer as its debug file). Here separate debug info
+ * comes from root's /usr/lib/debug alone: by build id through libdwfl
+ * (in .build-id/ of plabel_debuginfo_path), else by the debuglink name,
+ * which must be a plain file name, in /usr/lib/debug/DIR/ for the file's
+ * directory DIR, opened like the file itself and checked against the
+ * link's CRC. The same for a DWZ alternate file, whose absolute name must
+ * be under /usr/lib/debug/. Never debuginfod.
+ */
+static int plabel_find_debuginfo(Dwfl_Module *mod, void **userdata,
+				 const char *modname, Dwarf_Addr base,
+				 const char *file_name, const char *debuglink,
+				 GElf_Word crc, char **debuginfo_file_name)
+{
+	const char *slash;
+	struct stat st;
+	uint32_t seen = 0;
+	char *path;
+	int fd;
+
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
+					  file_name, debuglink, crc,
+					  debuginfo_file_name);
+	if (fd >= 0 || !debuglink || !debuglink[0] || strstr(debuglink, ".."))
+		return -1;
+	if (debuglink[0] == '/') {
+		/* an alternate file (DWZ): named in full */
+		if (strncmp(debuglink, plabel_debug_dir,
+			    sizeof(plabel_debug_dir) - 1) ||
+		    debuglink[sizeof(plabel_debug_dir) - 1] != '/')
+			return -1;
+		path = strdup(debuglink);
+	} else {
+		if (strchr(debuglink, '/') || !file_name ||
+		    file_name[0] != '/' || strstr(file_name, "/./") ||
+		    strstr(file_name, "/../"))
+			return -1;
+		slash = strrchr(file_name, '/');
+		if (asprintf(&path, "%s%.*s/%s", plabel_debug_dir,
+			     (int)(slash - file_name), file_name,
+			     debuglink) < 0)
+			path = NULL;
+	}
+	if (!path)
+		return -1;
+	fd = plabel_open_regular(path, &st);
+	if (fd >= 0 && crc &&
+	    (plabel_file_crc(fd, st.st_size, &seen) || seen != crc)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		free(path);
+		return -1;
+	}
+	*debuginfo_file_name = path;
+	return fd;
+}
+
 static const Dwfl_Callbacks plabel_dwfl_cb = {
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = plabel_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &plabel_debuginfo_path,
 };
@@ -100,6 +217,80 @@ void plabel_syms_free(struct plabel_syms *s)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
 	free(s);
+}
+
+/*
+ * What the sections of a file may claim in all, decompressed: libdw
+ * allocates a compressed (SHF_COMPRESSED or .zdebug) section's stated
+ * size and inflates into it, and a few kilobytes of zlib inflate to
+ * megabytes, so a small file could have the reader (root) allocate and
+ * fill gigabytes.
+ */
+#define PLABEL_ELF_MAX_INFLATED	(1ULL << 30)
+
+/*
+ * Check the section table before libdwfl sees the file: header entry
+ * sizes as the class has them, every section with contents inside the
+ * file, compressed sections claiming no more than PLABEL_ELF_MAX_INFLATED
+ * bytes in all. 0, or -ENOEXEC for a file to leave alone.
+ */
+static int plabel_elf_check_sections(Elf *elf, size_t image_size)
+{
+	uint64_t inflated = 0;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, shnum, phnum;
+	GElf_Ehdr eh;
+	int cls = gelf_getclass(elf);
+
+	if (!gelf_getehdr(elf, &eh) || (cls != ELFCLASS32 && cls != ELFCLASS64))
+		return -ENOEXEC;
+	if (elf_getshdrnum(elf, &shnum) || elf_getphdrnum(elf, &phnum))
+		return -ENOEXEC;
+	if ((phnum && eh.e_phentsize != gelf_fsize(elf, ELF_T_PHDR, 1,
+						  EV_CURRENT)) ||
+	    (shnum && eh.e_shentsize != gelf_fsize(elf, ELF_T_SHDR, 1,
+						  EV_CURRENT)))
+		return -ENOEXEC;
+	if (shnum && elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL)
+			continue;
+		if (sh.sh_offset > image_size ||
+		    sh.sh_size > image_size - sh.sh_offset)
+			return -ENOEXEC;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch))
+				return -ENOEXEC;
+			inflated += ch.ch_size < PLABEL_ELF_MAX_INFLATED ?
+				    ch.ch_size : PLABEL_ELF_MAX_INFLATED;
+		} else if ((name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+			   !strncmp(name, ".zdebug", 7)) {
+			/* "ZLIB" and the size, 8 bytes big-endian */
+			const uint8_t *z;
+			Elf_Data *d = elf_rawdata(scn, NULL);
+			uint64_t zs = 0;
+			int i;
+
+			if (!d || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+				continue;	/* not compressed: libdw agrees */
+			z = (const uint8_t *)d->d_buf + 4;
+			for (i = 0; i < 8; i++)
+				zs = zs << 8 | z[i];
+			inflated += zs < PLABEL_ELF_MAX_INFLATED ?
+				    zs : PLABEL_ELF_MAX_INFLATED;
+		}
+		if (inflated > PLABEL_ELF_MAX_INFLATED)
+			return -ENOEXEC;
+	}
+	return 0;
 }
 
 static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
@@ -148,48 +339,111 @@ static int plabel_elf_load_phdrs(struct plabel_elf *e, Elf *elf)
 	return 0;
 }
 
+/*
+ * A private, sealed copy of the size bytes of regular file fd in a memfd:
+ * what the file's owner does to it later (truncating it under a mapping
+ * would be SIGBUS, rewriting it would change what was checked) no longer
+ * reaches the reader. The memfd, or a negative errno.
+ */
+static int plabel_elf_copy(int fd, size_t size)
+{
+	size_t done = 0;
+	int mfd;
+
+	mfd = memfd_create("plabel-elf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return -errno;
+	while (done < size) {
+		off_t pos = done;
+		ssize_t n = sendfile(mfd, fd, &pos, size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* shrunk while read: not the file we were asked about */
+			close(mfd);
+			return n < 0 ? -errno : -ESTALE;
+		}
+		done += n;
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+		  F_SEAL_WRITE | F_SEAL_SEAL)) {
+		int err = -errno;
+
+		close(mfd);
+		return err;
+	}
+	return mfd;
+}
+
 static int plabel_elf_open(struct plabel_elf *e)
 {
 	struct stat st;
 	Elf *elf;
-	int fd, ret;
+	int fd, mfd, ret;
 
-	fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO put in the file's place since it was named must not block */
+	fd = plabel_open_regular(e->path, &st);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* replaced since it was named (say, rebuilt): its names would lie */
-	if (fstat(fd, &st) || st.st_dev != e->seen.st_dev ||
+	if (st.st_dev != e->seen.st_dev ||
 	    st.st_ino != e->seen.st_ino || st.st_size != e->seen.st_size ||
 	    st.st_mtim.tv_sec != e->seen.st_mtim.tv_sec ||
 	    st.st_mtim.tv_nsec != e->seen.st_mtim.tv_nsec) {
 		close(fd);
 		return -ESTALE;
 	}
+	/*
+	 * Only root can change a file that root owns and its group and
+	 * others cannot write: such files (the system's programs and
+	 * libraries, most of what is mapped) are read in place, without the
+	 * memory a copy costs. Any other file is copied first.
+	 */
+	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
+		mfd = fd;
+	} else {
+		mfd = plabel_elf_copy(fd, st.st_size);
+		close(fd);
+		if (mfd < 0)
+			return mfd;
+	}
 	e->image_size = st.st_size;
-	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
+	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
 	if (e->image == MAP_FAILED) {
+		ret = -errno;
 		e->image = NULL;
-		return -errno;
+		close(mfd);
+		return ret;
 	}
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)e->image, e->image_size);
-	if (!elf)
+	if (!elf) {
+		close(mfd);
 		return -ENOEXEC;
-	ret = plabel_elf_load_phdrs(e, elf);
-	elf_end(elf);
-	if (ret)
-		return ret;
-
-	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
-	if (e->dwfl) {
-		dwfl_report_begin(e->dwfl);
-		e->mod = dwfl_report_elf(e->dwfl, e->path, e->path, -1, 0,
-					 false);
-		dwfl_report_end(e->dwfl, NULL, NULL);
-		if (e->mod && !dwfl_module_getelf(e->mod, &e->mod_bias))
-			e->mod = NULL;
 	}
+	ret = plabel_elf_check_sections(elf, e->image_size);
+	if (!ret)
+		ret = plabel_elf_load_phdrs(e, elf);
+	elf_end(elf);
+	if (ret) {
+		close(mfd);
+		return ret;
+	}
+
+	/* libdwfl reads what was checked, never the path again */
+	e->dwfl = dwfl_begin(&plabel_dwfl_cb);
+	if (!e->dwfl) {
+		close(mfd);
+		return 0;
+	}
+	dwfl_report_begin(e->dwfl);
+	e->mod = dwfl_report_elf(e->dwfl, e->path, e->path, mfd, 0, false);
+	if (!e->mod)
+		close(mfd);	/* consumed only on success */
+	dwfl_report_end(e->dwfl, NULL, NULL);
+	if (e->mod && !dwfl_module_getelf(e->mod, &e->mod_bias))
+		e->mod = NULL;
 	return 0;
 }
 
@@ -210,7 +464,9 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 	}
 	/* only looked at: reading it waits for the first question */
 	e->state = stat(path, &e->seen) || !S_ISREG(e->seen.st_mode) ||
-		   e->seen.st_size <= 0 ? PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
+		   e->seen.st_size <= 0 ||
+		   (uint64_t)e->seen.st_size > PLABEL_ELF_MAX_SIZE ?
+		   PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
 	e->next = s->elfs;
 	s->elfs = e;
 	return e->state != PLABEL_ELF_BAD ? e : NULL;
@@ -323,6 +579,94 @@ static int plabel_is_func(Dwarf_Die *d)
 	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
 }
 
+/* DIEs that may hold functions whether or not they have addresses. */
+static int plabel_is_container(Dwarf_Die *d)
+{
+	switch (dwarf_tag(d)) {
+	case DW_TAG_namespace:
+	case DW_TAG_module:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+		return 1;
+	}
+	return 0;
+}
+
+/* DIEs with code, to be entered only when they cover the address. */
+static int plabel_is_code_scope(Dwarf_Die *d)
+{
+	switch (dwarf_tag(d)) {
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_lexical_block:
+	case DW_TAG_try_block:
+	case DW_TAG_catch_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_entry_point:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The innermost subprogram or inlined subroutine of cu's DIE tree that
+ * covers pc, into *out. 1 when found, else 0.
+ *
+ * Walked here rather than with dwarf_getscopes(): that one also resolves
+ * every abstract origin of the scopes it found, which plabel does not
+ * need, and elfutils 0.188 leaks its result when one of those
+ * references is broken. Descends only through DIEs that cover pc (and
+ * through namespaces and classes, which have no addresses), never deeper
+ * than PLABEL_SCOPE_DEPTH, and looks at no more than PLABEL_SCOPE_DIES
+ * DIEs, so a crafted tree costs bounded time.
+ */
+#define PLABEL_SCOPE_DEPTH	256
+#define PLABEL_SCOPE_DIES	(1 << 20)
+
+static int plabel_scope_walk(Dwarf_Die *parent, Dwarf_Addr pc,
+			     Dwarf_Die *out, unsigned int depth,
+			     unsigned int *budget)
+{
+	Dwarf_Die child;
+
+	if (depth >= PLABEL_SCOPE_DEPTH || dwarf_child(parent, &child))
+		return 0;
+	do {
+		if (!*budget)
+			return 0;
+		(*budget)--;
+		if (plabel_is_code_scope(&child)) {
+			if (dwarf_haspc(&child, pc) != 1)
+				continue;
+			/* scopes with code nest: this one is the way in */
+			if (plabel_is_func(&child))
+				*out = child;
+			plabel_scope_walk(&child, pc, out, depth + 1, budget);
+			return 1;
+		}
+		if (plabel_is_container(&child) &&
+		    dwarf_haschildren(&child) == 1 &&
+		    plabel_scope_walk(&child, pc, out, depth + 1, budget))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int plabel_innermost_func(Dwarf_Die *cu, Dwarf_Addr pc,
+				 Dwarf_Die *out)
+{
+	unsigned int budget = PLABEL_SCOPE_DIES;
+	Dwarf_Die found;
+
+	found.addr = NULL;
+	plabel_scope_walk(cu, pc, &found, 0, &budget);
+	if (!found.addr)
+		return 0;
+	*out = found;
+	return 1;
+}
+
 static const char *plabel_die_name(Dwarf_Die *d)
 {
 	Dwarf_Attribute a;
@@ -339,13 +683,13 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			 struct plabel_sym_frame *frames, int max)
 {
 	Dwarf_Addr addr = vaddr + e->mod_bias, cubias = 0;
-	Dwarf_Die *cudie, *scopes = NULL;
 	Dwarf_Files *files = NULL;
 	const char *symname = NULL;
+	Dwarf_Die *cudie, cur;
 	Dwfl_Line *line;
 	GElf_Off off;
 	GElf_Sym sym;
-	int n = 0, nscopes, i;
+	int n = 0, i;
 
 	if (plabel_elf_load(e) || !e->mod || max <= 0)
 		return 0;
@@ -365,19 +709,12 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	}
 
 	cudie = dwfl_module_addrdie(e->mod, addr, &cubias);
-	nscopes = cudie ? dwarf_getscopes(cudie, addr - cubias, &scopes) : 0;
-	for (i = 0; i < nscopes; i++)
-		if (plabel_is_func(&scopes[i]))
-			break;
-	if (i < nscopes) {
-		Dwarf_Die cur = scopes[i];
-
+	if (cudie && plabel_innermost_func(cudie, addr - cubias, &cur)) {
 		dwarf_getsrcfiles(cudie, &files, NULL);
 		frames[n++].function = plabel_die_name(&cur);
 		/*
-		 * dwarf_getscopes() goes on into an inlined function's
-		 * abstract origin; the concrete caller is found from the
-		 * inlined instance's own parents.
+		 * The concrete caller of an inlined instance is found from
+		 * the instance's own parents.
 		 */
 		while (dwarf_tag(&cur) == DW_TAG_inlined_subroutine &&
 		       n < max) {
@@ -409,7 +746,6 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			frames[n++].function = plabel_die_name(&cur);
 		}
 	}
-	free(scopes);
 	if (n == 0) {
 		if (!symname && !frames[0].file)
 			return 0;

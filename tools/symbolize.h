@@ -37,10 +37,13 @@ void plabel_syms_free(struct plabel_syms *s);
 
 /*
  * The ELF file at path, cached by path (NULL every time when it is not a
- * regular file). Naming it costs a stat(); the file is read on the first
- * question asked of it below, and only if it is still the file first named
- * (same inode, size and mtime): after that, or when it is not ELF, every
- * question gets the "unknown" answer.
+ * regular file, or is empty or over 1 GiB). Naming it costs a stat(); the
+ * file is read on the first question asked of it below, and only if it is
+ * still the file first named (same inode, size and mtime): after that, or
+ * when it is not ELF, every question gets the "unknown" answer. It is
+ * opened without blocking and, unless only root can write it, copied
+ * whole into a sealed memfd, which is all that is read after: the file's
+ * owner cannot change or truncate what the reader looks at.
  */
 struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path);
 

@@ -31,6 +31,16 @@ extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
 #define PLABEL_PE_SDATA8	0x0c
 #define PLABEL_PE_DATAREL	0x30
 
+/*
+ * Reads libunwind may make for one sample, from the stack copy and the
+ * files: a few hundred a frame for real unwind info (it reads CIEs and
+ * FDEs a byte at a time). The budget bounds what a crafted file costs
+ * per sample: unwind info that ran libunwind through a segment's
+ * exabytes of zero fill (DW_CFA_nop) made 17 to 34 million reads, half
+ * a second, for each sample of the process that mapped it.
+ */
+#define PLABEL_UW_MAX_READS	(1UL << 18)
+
 /* A loaded object of the process being unwound. */
 struct plabel_uw_obj {
 	struct plabel_elf *elf;
@@ -51,6 +61,7 @@ struct plabel_unwinder {
 	uint64_t maps_sig;	/* of the maps libunwind's cache is for */
 	const uint8_t *stack;
 	size_t stack_size;
+	unsigned long reads_left;	/* of PLABEL_UW_MAX_READS */
 };
 
 static const struct plabel_uw_obj *plabel_uw_obj_at(struct plabel_unwinder *u,
@@ -73,6 +84,11 @@ static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 
 	if (write)
 		return -UNW_EREADONLYREG;
+	if (!u->reads_left) {
+		*valp = 0;
+		return -UNW_EINVAL;
+	}
+	u->reads_left--;
 	if (addr >= sp && addr - sp <= u->stack_size &&
 	    u->stack_size - (addr - sp) >= sizeof(*valp)) {
 		memcpy(valp, u->stack + (addr - sp), sizeof(*valp));
@@ -327,6 +343,7 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 	u->stack_base = regs[PLABEL_REG_RSP];
 	u->stack = stack;
 	u->stack_size = stack_size;
+	u->reads_left = PLABEL_UW_MAX_READS;
 	ret = plabel_uw_add_objs(u);
 	if (ret)
 		return ret;
