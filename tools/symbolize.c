@@ -37,6 +37,7 @@ enum plabel_elf_state {
 
 struct plabel_elf {
 	struct plabel_elf *next;
+	struct plabel_syms *owner;
 	char *path;
 	enum plabel_elf_state state;
 	struct stat seen;	/* the file as first named */
@@ -58,6 +59,8 @@ struct plabel_ksym {
 
 struct plabel_syms {
 	struct plabel_elf *elfs;
+	uint64_t copied;	/* bytes of the private copies of files */
+	uint64_t copy_limit;	/* PLABEL_ELF_COPY_TOTAL unless a test says */
 	int kallsyms_read;
 	struct plabel_ksym *ksyms;
 	size_t nksyms;
@@ -69,6 +72,12 @@ struct plabel_syms {
  * not to be spent on files of any size.
  */
 #define PLABEL_ELF_MAX_SIZE	(1ULL << 30)
+/*
+ * The most the private copies of files others can write may take in all:
+ * a profiled user who maps many large files of its own must not make the
+ * reader copy them without end. Files past it stay unsymbolized.
+ */
+#define PLABEL_ELF_COPY_TOTAL	(2ULL << 30)
 
 /* Separate debug info comes from here alone (see plabel_find_debuginfo). */
 static char plabel_debug_dir[] = "/usr/lib/debug";
@@ -187,7 +196,16 @@ static const Dwfl_Callbacks plabel_dwfl_cb = {
 
 struct plabel_syms *plabel_syms_new(void)
 {
-	return calloc(1, sizeof(struct plabel_syms));
+	struct plabel_syms *s = calloc(1, sizeof(struct plabel_syms));
+
+	if (s)
+		s->copy_limit = PLABEL_ELF_COPY_TOTAL;
+	return s;
+}
+
+void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)
+{
+	s->copy_limit = bytes;
 }
 
 static void plabel_elf_free(struct plabel_elf *e)
@@ -402,11 +420,17 @@ static int plabel_elf_open(struct plabel_elf *e)
 	 */
 	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
 		mfd = fd;
+	} else if (e->owner && (uint64_t)st.st_size >
+		   e->owner->copy_limit - e->owner->copied) {
+		close(fd);
+		return -E2BIG;
 	} else {
 		mfd = plabel_elf_copy(fd, st.st_size);
 		close(fd);
 		if (mfd < 0)
 			return mfd;
+		if (e->owner)
+			e->owner->copied += st.st_size;
 	}
 	e->image_size = st.st_size;
 	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
@@ -457,6 +481,7 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	e->owner = s;
 	e->path = strdup(path);
 	if (!e->path) {
 		free(e);

@@ -34,6 +34,11 @@ struct plabel_sym_frame {
 
 struct plabel_syms *plabel_syms_new(void);
 void plabel_syms_free(struct plabel_syms *s);
+/*
+ * The most the private copies of files others can write may take in all
+ * (default 2 GiB); files past it stay unsymbolized. For tests.
+ */
+void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes);
 
 /*
  * The ELF file at path, cached by path (NULL every time when it is not a

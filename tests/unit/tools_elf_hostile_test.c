@@ -313,6 +313,36 @@ TEST_F(hostile, truncated_after_load)
 	EXPECT_STREQ("hostile_outer", fr[n - 1].function);
 }
 
+/*
+ * Files others can write are copied before they are read, and the copies
+ * have a total: a user who maps many large files of its own cannot make
+ * the reader copy them without end. With the limit set to one file's
+ * size, the first file is read and the second is not.
+ */
+TEST_F(hostile, copies_have_a_total)
+{
+	char second[160];
+	struct plabel_elf *e;
+	size_t size;
+	uint8_t *img;
+
+	img = read_self(&size);
+	ASSERT_NE(NULL, img);
+	snprintf(second, sizeof(second), "%s/prog2", self->dir);
+	ASSERT_EQ(0, write_file(self->path, img, size));
+	ASSERT_EQ(0, write_file(second, img, size));
+	free(img);
+	ASSERT_EQ(0, chmod(self->path, 0666));
+	ASSERT_EQ(0, chmod(second, 0666));
+	plabel_syms_set_copy_limit(self->syms, size + size / 2);
+	e = plabel_syms_elf(self->syms, self->path);
+	ASSERT_NE(NULL, e);
+	EXPECT_NE(NULL, plabel_elf_build_id(e));
+	e = plabel_syms_elf(self->syms, second);
+	if (e)
+		EXPECT_EQ(NULL, plabel_elf_build_id(e));
+}
+
 /* A file over the size limit (sparse: costs no disk) is not read. */
 TEST_F(hostile, oversized_file_refused)
 {
