@@ -1287,11 +1287,16 @@ static int plabel_weigh_one(struct plabel_collect *c, struct plabel_csample *s)
 			w = cpu < c->period_ns ? cpu : c->period_ns;
 			t->cpu_ns = cpu;
 		} else if (cpu > t->cpu_ns) {
+			/*
+			 * All of it, even more than the wall time since: the
+			 * scheduler's clock can run ahead of CLOCK_MONOTONIC
+			 * (seen by 15 % on emulated CPUs of a busy host), and
+			 * its accounting is the truth sought. A reading torn
+			 * high is made good by those after it counting from
+			 * it, so a thread's total stays its last reading less
+			 * its first.
+			 */
 			w = cpu - t->cpu_ns;
-			if (s->time_ns >= t->time_ns &&
-			    w > s->time_ns - t->time_ns + PLABEL_CPU_SLACK_NS)
-				w = s->time_ns - t->time_ns +
-				    PLABEL_CPU_SLACK_NS;
 			t->cpu_ns = cpu;
 		} else {
 			w = 0;

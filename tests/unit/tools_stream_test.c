@@ -505,9 +505,9 @@ TEST(weigh_by_thread_cpu_time)
 		{ "w", "e" },
 	};
 	/* samples and nanoseconds per set 1..5 */
-	static const int64_t want_n[5] = { 4, 4, 2, 2, 1 };
+	static const int64_t want_n[5] = { 4, 4, 5, 2, 1 };
 	static const int64_t want_ns[5] = {
-		33000000, 40000000, 31000000, 12000000, 10000000,
+		33000000, 40000000, 130000000, 12000000, 10000000,
 	};
 	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
 	int64_t got_n[5] = { 0 }, got_ns[5] = { 0 };
@@ -549,11 +549,16 @@ TEST(weigh_by_thread_cpu_time)
 	th->child_tid = 12;
 	wt_sample(&b, 2, 12, 125, 17000, ips);
 	/*
-	 * Thread 13: a period, then 100 ms of CPU time in 1 ms, more than a
-	 * thread can run: 1 ms and the slack (20 ms).
+	 * Thread 13: a period; a reading torn 3 ms high (13 ms), a lower one
+	 * (nothing), 7 ms more from the high one; then 100 ms of CPU time in
+	 * 10 ms of wall time, as when the scheduler's clock runs ahead of
+	 * CLOCK_MONOTONIC: all 100 ms. 10 + 13 + 7 + 100.
 	 */
 	wt_sample(&b, 3, 13, 200, 1000000, ips);
-	wt_sample(&b, 3, 13, 201, 1100000, ips);
+	wt_sample(&b, 3, 13, 210, 1013000, ips);
+	wt_sample(&b, 3, 13, 211, 1011000, ips);
+	wt_sample(&b, 3, 13, 220, 1020000, ips);
+	wt_sample(&b, 3, 13, 230, 1120000, ips);
 	/* tid 14 went to another thread, created unseen: 10 ms, then 2 ms */
 	wt_sample(&b, 4, 14, 300, 900000, ips);
 	wt_sample(&b, 4, 14, 310, 2000, ips);
