@@ -995,6 +995,86 @@ TEST_F_TIMEOUT(hd, mapping_walk_bounded, 120)
 	close(fd);
 }
 
+/*
+ * A late timer interrupt writes one sample that says how many periods it
+ * stands for, not a copy per period (up to a megabyte of copying in hard
+ * interrupt context in dwarf mode): no two samples of one CPU share their
+ * time, and the periods the samples stand for add up to the CPU time the
+ * burning threads used.
+ */
+struct hd_burn {
+	uint64_t end, cpu_ns;
+};
+
+static void *hd_burn_fn(void *p)
+{
+	struct hd_burn *b = p;
+
+	su_burn_until(b->end);
+	b->cpu_ns = su_thread_cpu_ns();
+	return NULL;
+}
+
+TEST_F_TIMEOUT(hd, late_samples_are_not_copied, 60)
+{
+	struct plabel_session_start_args a;
+	struct hd_burn burn[2];
+	struct plabel_rec_header *h;
+	struct su_reader rd;
+	pthread_t th[2];
+	uint64_t periods = 0, late = 0, dup = 0, n = 0, cpu = 0, period;
+	uint64_t last_time[64] = { 0 };
+	int32_t pid = getpid();
+	size_t off = 0;
+	int fd, i;
+
+	HD_NEED_DEVICE();
+	HD_NEED_ROOT();
+	fd = hd_open();
+	ASSERT_LE(0, fd);
+	su_args_init(&a);
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&pid;
+	a.npids = 1;
+	a.sample_hz = 4999;
+	a.record = PLABEL_RECORD_CPU;
+	ASSERT_EQ(0, su_start(fd, &a));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	for (i = 0; i < 2; i++) {
+		burn[i].end = su_now_ns() + 2000000000ull;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, hd_burn_fn, &burn[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		cpu += burn[i].cpu_ns;
+	}
+	EXPECT_EQ(0, su_stop(fd));
+	EXPECT_EQ(0, su_reader_join(&rd));
+	period = ((struct plabel_rec_stream *)rd.st.buf)->period_ns;
+	while ((h = su_next(&rd.st, &off))) {
+		struct plabel_rec_sample *sm = (void *)h;
+
+		if (h->type != PLABEL_REC_SAMPLE || sm->tid == (uint32_t)pid)
+			continue;
+		n++;
+		periods += PLABEL_SAMPLE_PERIODS(sm->flags);
+		late += PLABEL_SAMPLE_PERIODS(sm->flags) > 1;
+		if (sm->cpu < 64) {
+			dup += sm->time_ns == last_time[sm->cpu];
+			last_time[sm->cpu] = sm->time_ns;
+		}
+	}
+	TH_LOG("%llu samples, %llu late, standing for %llu periods = %.3f s; threads used %.3f s; %llu copies",
+	       (unsigned long long)n, (unsigned long long)late,
+	       (unsigned long long)periods, periods * period / 1e9, cpu / 1e9,
+	       (unsigned long long)dup);
+	EXPECT_EQ(0ULL, (unsigned long long)dup);
+	EXPECT_LT(0.75 * cpu, (double)periods * period);
+	EXPECT_GT(1.25 * cpu, (double)periods * period);
+	su_stream_free(&rd.st);
+	close(fd);
+}
+
 /* glibc passes constructors main's arguments */
 static void __attribute__((constructor)) hd_early(int argc, char **argv)
 {
