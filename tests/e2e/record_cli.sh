@@ -83,6 +83,12 @@ t_ok "-a -- sleep: ends with the command" e2e_between "$(elapsed "$t0" "$t1")" 1
 t_ok "-a -- sleep: samples of another process" sh -c \
 	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin\|child_spin"' - "$D/all/cpu.pb.gz"
 
+"$PLABEL" report --tags "$D/all/cpu.pb.gz" >"$D/all.tags" 2>&1
+sed 's/^/# /' "$D/all.tags" | head -20
+t_ok "report --tags of -a: string labels first, no tid table" sh -c \
+	'head -1 "$1" | grep -q "^ *process: Total" && ! grep -q "^ *tid: Total" "$1" &&
+	 tail -1 "$1" | grep -q "^numeric labels not shown (--all-tags shows them): pid tid$"' - "$D/all.tags"
+
 # -p with a command: those processes while it runs
 e2e_record "$D/pids" -p "$spin" -- sleep 1
 rc=$?

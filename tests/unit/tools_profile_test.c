@@ -782,8 +782,23 @@ TEST(small_profile_numbers)
 		     "         0     0% 99.64%     1104ms   100%  main\n"
 		     "         0     0% 99.64%      600ms 54.35%  work\n", out);
 	free(out);
+	/* --tags: the string labels, the numeric ones named at the end */
 	args[0] = "--tags";
 	args[1] = path;
+	out = run_report(&st, 2, args);
+	ASSERT_EQ(0, st);
+	EXPECT_STREQ(" endpoint: Total 1.1s\n"
+		     "           600.0ms (54.55%): /api/users\n"
+		     "           500.0ms (45.45%): /api/items\n"
+		     "\n"
+		     " tenant: Total 600.0ms\n"
+		     "         600.0ms (  100%): acme\n"
+		     "\n"
+		     "numeric labels not shown (--all-tags shows them): pid tid\n",
+		     out);
+	free(out);
+	/* --all-tags: every key, as go tool pprof -tags */
+	args[0] = "--all-tags";
 	out = run_report(&st, 2, args);
 	ASSERT_EQ(0, st);
 	EXPECT_STREQ(" endpoint: Total 1.1s\n"
@@ -884,7 +899,7 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 		ASSERT_EQ(0, plabel_prof_write(p, path));
 		ASSERT_NE(-1, agree(_metadata, path, "-top", 0, a))
 			TH_LOG("go tool pprof failed to run");
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--tagfocus=endpoint=/api/users";
 		bad += agree(_metadata, path, "-top -tagfocus=endpoint=/api/users",
@@ -918,7 +933,7 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 
 		ASSERT_EQ(0, plabel_prof_write(p, path));
 		bad += agree(_metadata, path, "-top", 0, a);
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		plabel_prof_free(p);
 		free(path);
@@ -941,12 +956,12 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 		bad += agree(_metadata, path, "-top", 0, a);
 		a[0] = "--top=5";
 		bad += agree(_metadata, path, "-top -nodecount=5", 1, a);
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--tagfocus=tenant=acme";
 		bad += agree(_metadata, path, "-top -tagfocus=tenant=acme", 1, a);
 		a[0] = "--tagfocus=pid=1001";
-		a[1] = "--tags";
+		a[1] = "--all-tags";
 		bad += agree(_metadata, path, "-tags -tagfocus=pid=1001", 2, a);
 		plabel_prof_free(p);
 		free(path);
@@ -1024,7 +1039,7 @@ TEST_F_TIMEOUT(pprof, agrees_on_go_written_profiles, 240)
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		path = tmp_path(files[i]);
 		bad += agree(_metadata, path, "-top", 0, a);
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--top=3";
 		bad += agree(_metadata, path, "-top -nodecount=3", 1, a);
@@ -1077,6 +1092,37 @@ TEST(report_errors)
 	out = run_report(&st, 2, a);
 	EXPECT_EQ(2, st);
 	free(out);
+	{
+		/* a bad --sample-index names the valid ones */
+		struct plabel_prof *p = small_profile();
+		char *good = tmp_path("index.pb.gz");
+		char *errpath = tmp_path("index.err");
+		char msg[512] = "";
+		int saved, efd;
+		ssize_t n;
+
+		ASSERT_EQ(0, plabel_prof_write(p, good));
+		efd = open(errpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		ASSERT_LE(0, efd);
+		saved = dup(STDERR_FILENO);
+		dup2(efd, STDERR_FILENO);
+		a[0] = "--sample-index=bogus";
+		a[1] = good;
+		out = run_report(&st, 2, a);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		n = pread(efd, msg, sizeof(msg) - 1, 0);
+		close(efd);
+		EXPECT_EQ(2, st);
+		ASSERT_LT(0, n);
+		msg[n] = '\0';
+		EXPECT_NE(NULL, strstr(msg, "no sample type 'bogus'; it has: samples (0), cpu (1)\n"))
+			TH_LOG("%s", msg);
+		free(out);
+		free(errpath);
+		free(good);
+		plabel_prof_free(p);
+	}
 	free(path);
 	tmp_cleanup();
 }
