@@ -2113,9 +2113,17 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 	if (*slot)
 		return *slot;
 	/* a return address points after the call: look up the call */
-	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset, &bias))
-		n = plabel_elf_symbolize(m->elf, ip - bias - (leaf ? 0 : 1),
-					 fr, PLABEL_SYM_MAX_FRAMES);
+	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset, &bias)) {
+		uint64_t va = ip - bias - (leaf ? 0 : 1);
+
+		/* stubs have no symbol, or a wrong neighbour's */
+		fr[0].function = plabel_elf_plt(m->elf, va);
+		fr[0].file = NULL;
+		fr[0].line = 0;
+		n = fr[0].function ? 1 :
+		    plabel_elf_symbolize(m->elf, va, fr,
+					 PLABEL_SYM_MAX_FRAMES);
+	}
 	for (i = 0; i < n; i++) {
 		lines[i].function = fr[i].function;
 		lines[i].file = fr[i].file;
