@@ -593,6 +593,34 @@ static int plabel_pidfd_open(pid_t pid)
 #endif
 }
 
+/*
+ * -g dwarf spools snapshots to an unlinked file in $TMPDIR (else /tmp),
+ * and unwinds them on arrival when it cannot: say so before recording.
+ */
+static void plabel_check_tmpdir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && snprintf(path, sizeof(path), "%s/plabel-spool-XXXXXX",
+			       dir) < (int)sizeof(path)) {
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	err = errno;
+	fprintf(stderr, "plabel record: -g dwarf: cannot create a file in %s (%s): falling back to unwinding stack snapshots as they arrive (more CPU while recording, maybe lost records); set TMPDIR to a writable directory\n",
+		dir, strerror(err));
+}
+
 int plabel_cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -722,6 +750,8 @@ int plabel_cmd_record(int argc, char **argv)
 		close(st.fd);
 		return 1;
 	}
+	if (callchain == PLABEL_CALLCHAIN_DWARF)
+		plabel_check_tmpdir();
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS |
 		PLABEL_COLLECT_PREFAULT;
 	if (names)

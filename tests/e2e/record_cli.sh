@@ -66,6 +66,13 @@ t_ok "second recording keeps the first as DIR.old" sh -c \
 e2e_record "$D/keep" -- true
 t_ok "third recording replaces DIR.old" test -s "$D/keep.old/cpu.pb.gz"
 
+# -g dwarf with an unusable TMPDIR says it falls back
+env TMPDIR=/nonexistent "$PLABEL" record -o "$D/tmpdir" -g dwarf -- "$E2E_BIN/spin" 100 >"$D/tmpdir.log" 2>&1
+rc=$?
+sed 's/^/# /' "$D/tmpdir.log"
+t_ok "-g dwarf, TMPDIR unusable: exit 0" test "$rc" -eq 0
+t_ok "-g dwarf, TMPDIR unusable: says it falls back" grep -q "cannot create a file in /nonexistent.*falling back" "$D/tmpdir.log"
+
 # one line when sampling is live, also when stderr is not a terminal
 e2e_record "$D/live" -- true
 t_ok "one 'recording started' line" test "$(grep -c '^plabel: recording started' "$D/live.log")" -eq 1
