@@ -1293,10 +1293,17 @@ static int plabel_names_note(struct plabel_collect *c, struct plabel_proc *p,
 		uint32_t tname = plabel_tn_at(c, h->tid, h->time_ns);
 		struct plabel_tnames *ct = plabel_tn_get(c, h->child_tid);
 
+		size_t i, k = 0;
+
 		if (!ct)
 			return -ENOMEM;
 		ct->first = tname;
 		ct->tried = 1;
+		/* a reused tid: the names of the thread it was before go */
+		for (i = 0; i < ct->nev; i++)
+			if (ct->ev[i].time_ns >= h->time_ns)
+				ct->ev[k++] = ct->ev[i];
+		ct->nev = k;
 		if ((h->flags & PLABEL_THREAD_PROCESS) && h->child_pid &&
 		    h->child_pid != h->pid) {
 			uint32_t pname = plabel_proc_name_at(p, h->time_ns);
