@@ -16,9 +16,11 @@ P=$D/names/cpu.pb.gz
 e2e_record "$D/names" -- sh -c "exec $E2E_BIN/names 300"
 t_ok "record exits 0" test $? -eq 0
 t_ok "process=names on most samples" e2e_between "$(e2e_tag_pct "$P" process names)" 80 100
-t_ok "thread=before (main thread, before its rename)" e2e_between "$(e2e_tag_pct "$P" thread before)" 15 50
-t_ok "thread=after (main thread, after its rename)" e2e_between "$(e2e_tag_pct "$P" thread after)" 15 50
-t_ok "thread=worker-one (named by its creator)" e2e_between "$(e2e_tag_pct "$P" thread worker-one)" 15 50
+# each part burns the same CPU time: about a third each, loosely (a busy
+# host skews the sampled split)
+t_ok "thread=before (main thread, before its rename)" e2e_between "$(e2e_tag_pct "$P" thread before)" 10 70
+t_ok "thread=after (main thread, after its rename)" e2e_between "$(e2e_tag_pct "$P" thread after)" 10 70
+t_ok "thread=worker-one (named by its creator)" e2e_between "$(e2e_tag_pct "$P" thread worker-one)" 10 70
 t_ok "-tagfocus thread=worker-one shows the worker's function" sh -c \
 	'go tool pprof -top -tagfocus=thread=worker-one "$1" 2>/dev/null | grep -q names_burn' - "$P"
 t_ok "pid/tid still there" sh -c 'go tool pprof -tags "$1" 2>/dev/null | grep -q "^ *tid: Total"' - "$P"
