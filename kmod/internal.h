@@ -156,6 +156,7 @@ bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 			     struct plabel_set *set, unsigned long stack_top);
 void plabel_session_on_exec(void);
 void plabel_session_on_exit(void);
+void plabel_session_on_comm(struct task_struct *task, const char *comm);
 long plabel_session_ioctl(struct plabel_file *pf, struct file *file,
 			  unsigned int cmd, unsigned long arg);
 ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,

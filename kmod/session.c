@@ -548,6 +548,42 @@ void plabel_session_on_exit(void)
 	rcu_read_unlock();
 }
 
+/*
+ * task was renamed to comm: a COMM record when the session follows it.
+ * From the task_rename tracepoint, with task's lock held (a spinlock, so
+ * no sleeping) and task->comm still the old name; task may be another
+ * than current (a write to /proc/PID/task/TID/comm).
+ */
+void plabel_session_on_comm(struct task_struct *task, const char *comm)
+{
+	struct plabel_rec_comm rec = {
+		.hdr.type = PLABEL_REC_COMM,
+		.pid = task->tgid,
+		.tid = task->pid,
+	};
+	struct plabel_session *s;
+	struct plabel_ring *r;
+	struct plabel_wr w;
+	unsigned long flags;
+
+	rcu_read_lock();
+	s = rcu_dereference(plabel_active);
+	if (!s || !plabel_session_wants(s, task->tgid))
+		goto out;
+	strscpy_pad(rec.comm, comm, sizeof(rec.comm));
+	local_irq_save(flags);
+	rec.time_ns = ktime_get_ns();
+	r = &s->cpu[smp_processor_id()]->ring;
+	if (plabel_wr_begin(&w, r, sizeof(rec))) {
+		plabel_wr_put(&w, &rec, sizeof(rec));
+		plabel_wr_commit(&w);
+		plabel_session_committed(s, r);
+	}
+	local_irq_restore(flags);
+out:
+	rcu_read_unlock();
+}
+
 /* Session lifetime */
 
 static void plabel_session_free(struct plabel_session *s)

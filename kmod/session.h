@@ -27,7 +27,7 @@
 
 #include "internal.h"
 
-#define PLABEL_HZ_MAX		20000	/* sample_hz ceiling */
+#define PLABEL_HZ_MAX		PLABEL_MAX_SAMPLE_HZ	/* sample_hz ceiling */
 #define PLABEL_STACK_MAX	1024	/* max_stack ceiling, user frames */
 #define PLABEL_KSTACK_MAX	64	/* kernel frames per record */
 #define PLABEL_SNAP_MAX		65528	/* dwarf stack_size ceiling, bytes */

@@ -468,6 +468,12 @@ static void plabel_probe_exit(void *data, struct task_struct *p)
 		plabel_session_on_exit();
 }
 
+static void plabel_probe_rename(void *data, struct task_struct *task,
+				const char *comm)
+{
+	plabel_session_on_comm(task, comm);
+}
+
 struct plabel_probe {
 	const char *name;
 	void *func;
@@ -480,6 +486,7 @@ static struct plabel_probe plabel_probes[] = {
 	{ .name = "sched_process_exit", .func = plabel_probe_exit },
 	{ .name = "sched_process_exec", .func = plabel_probe_exec },
 	{ .name = "task_newtask", .func = plabel_probe_newtask },
+	{ .name = "task_rename", .func = plabel_probe_rename },
 };
 
 static void plabel_find_tracepoint(struct tracepoint *tp, void *priv)

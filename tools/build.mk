@@ -14,9 +14,12 @@ TOOLS_LDLIBS	:= $(PROTO_LDLIBS) -lprotobuf-c -lz -ldw -lelf \
 		   -lunwind-x86_64 -lunwind -lpthread
 PLABEL_BIN	:= $(B)/bin/plabel
 
-$(B)/tools/%.o: tools/%.c $(TOOLS_HDRS) $(PROTO_HDR)
+# The one place the version is kept: VERSION at the top of the tree.
+PLABEL_VERSION	:= $(shell cat VERSION)
+
+$(B)/tools/%.o: tools/%.c $(TOOLS_HDRS) $(PROTO_HDR) VERSION
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itools -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DPLABEL_VERSION='"$(PLABEL_VERSION)"' -Itools -c -o $@ $<
 
 $(TOOLS_LIB): $(TOOLS_LIB_OBJS) $(PROTO_OBJ)
 	rm -f $@

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,10 @@ struct plabel_proc {
 	uint8_t *map_fallback;	/* maps[i] came from /proc */
 	uint64_t *map_mid;	/* maps[i]'s id in the profile being built */
 	uint64_t *exec_times;	/* EXEC record times */
+	uint32_t *exec_names;	/* the name each exec gave it (name ids) */
 	size_t nexec, exec_cap;
+	uint32_t name0;		/* name before any exec seen; 0: unknown */
+	uint8_t name0_tried;
 
 	/*
 	 * The mappings of generation view_gen as one array, what the
@@ -131,6 +135,7 @@ struct plabel_agg {
 	uint32_t chain, gen;
 	uint64_t set_id;
 	uint32_t type;
+	uint32_t pname, tname;	/* process and thread name ids, 0: none */
 	uint32_t reserved;
 	uint64_t count;
 	uint64_t nanos;		/* CPU nanoseconds, SAMPLE only */
@@ -196,6 +201,25 @@ struct plabel_itab {
 	size_t cap;		/* a power of two */
 };
 
+/*
+ * A thread's names (PLABEL_COLLECT_NAME_LABELS): first, what it was called
+ * when first seen (from /proc, or its creator's name), then each rename,
+ * in arrival order.
+ */
+struct plabel_tev {
+	uint64_t time_ns;
+	uint32_t name;
+	uint32_t reserved;
+};
+
+struct plabel_tnames {
+	uint32_t tid;
+	uint32_t first;		/* name id, 0: unknown */
+	uint8_t tried;		/* /proc was read for first */
+	struct plabel_tev *ev;
+	size_t nev, cap;
+};
+
 /* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
 struct plabel_pair_ent {
 	uint64_t key_a, key_b;
@@ -251,6 +275,13 @@ struct plabel_collect {
 	uint64_t *chainbuf;	/* a sample's chain while it is looked up */
 	size_t chainbuf_cap;
 
+	/* names of processes and threads, id = index + 1 */
+	char **names;
+	size_t nnames, names_cap;
+	struct plabel_tnames *tns;
+	size_t ntns, tns_cap;
+	struct plabel_itab tn_tab;	/* by tid */
+
 	struct plabel_unwinder *unwinder;
 	struct plabel_spool spool;
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
@@ -265,6 +296,7 @@ static void plabel_proc_free(struct plabel_proc *p)
 	free(p->map_fallback);
 	free(p->map_mid);
 	free(p->exec_times);
+	free(p->exec_names);
 	free(p->view);
 	free(p->view_idx);
 }
@@ -304,6 +336,13 @@ void plabel_collect_free(struct plabel_collect *c)
 		free(b);
 	}
 	free(c->chainbuf);
+	for (i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	free(c->names);
+	for (i = 0; i < c->ntns; i++)
+		free(c->tns[i].ev);
+	free(c->tns);
+	free(c->tn_tab.tab);
 	plabel_unwinder_free(c->unwinder);
 	if (c->spool.fd >= 0)
 		close(c->spool.fd);
@@ -1060,6 +1099,228 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 	return plabel_chain_join(c, r->u.sample.ips, nk, user, nu, chain);
 }
 
+/* ---- process and thread names ---- */
+
+/*
+ * The id of name s (at most len bytes, up to a NUL), added if new; 0 on
+ * ENOMEM or an empty name. Few distinct names: a linear search, done once
+ * per thread seen or renamed, never per sample.
+ */
+static uint32_t plabel_name_id(struct plabel_collect *c, const char *s,
+			       size_t len)
+{
+	size_t i, n = strnlen(s, len);
+	char *d;
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		n--;
+	if (!n)
+		return 0;
+	for (i = 0; i < c->nnames; i++)
+		if (!strncmp(c->names[i], s, n) && !c->names[i][n])
+			return i + 1;
+	if (c->nnames >= UINT32_MAX - 1 ||
+	    plabel_grow(&c->names, &c->names_cap, c->nnames,
+			sizeof(*c->names)))
+		return 0;
+	d = strndup(s, n);
+	if (!d)
+		return 0;
+	c->names[c->nnames++] = d;
+	return c->nnames;
+}
+
+/* First line of a small /proc file into buf; bytes read, 0 on failure. */
+static size_t plabel_read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return strlen(buf);
+}
+
+/*
+ * The name of running process pid as exec gives it: the base name of its
+ * executable, cut to the kernel's 15 bytes of comm (what EXEC records
+ * carry, so a name reads the same however it was learnt); a kernel thread
+ * has no executable: its comm.
+ */
+static uint32_t plabel_proc_name_now(struct plabel_collect *c, uint32_t pid)
+{
+	char path[64], buf[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+			buf[n - 10] = '\0';
+		base = strrchr(buf, '/');
+		base = base ? base + 1 : buf;
+		return plabel_name_id(c, base, 15);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (!plabel_read_small(path, buf, sizeof(buf)))
+		return 0;
+	return plabel_name_id(c, buf, 15);
+}
+
+static uint64_t plabel_tn_hash_at(const struct plabel_collect *c, size_t j)
+{
+	return plabel_hash2(c->tns[j].tid, 2);
+}
+
+/* Thread tid's names, added if new. NULL on ENOMEM. */
+static struct plabel_tnames *plabel_tn_get(struct plabel_collect *c,
+					   uint32_t tid)
+{
+	struct plabel_tnames *t;
+	size_t i, mask;
+
+	if (plabel_itab_reserve(&c->tn_tab, c->ntns, plabel_tn_hash_at, c))
+		return NULL;
+	mask = c->tn_tab.cap - 1;
+	for (i = plabel_hash2(tid, 2) & mask; c->tn_tab.tab[i];
+	     i = (i + 1) & mask) {
+		t = &c->tns[c->tn_tab.tab[i] - 1];
+		if (t->tid == tid)
+			return t;
+	}
+	if (plabel_grow(&c->tns, &c->tns_cap, c->ntns, sizeof(*t)))
+		return NULL;
+	t = &c->tns[c->ntns++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	c->tn_tab.tab[i] = c->ntns;
+	return t;
+}
+
+static int plabel_tn_rename(struct plabel_collect *c, uint32_t tid,
+			    uint64_t t, const char *comm, size_t len)
+{
+	struct plabel_tnames *tn = plabel_tn_get(c, tid);
+	uint32_t name = plabel_name_id(c, comm, len);
+
+	if (!tn)
+		return -ENOMEM;
+	if (!name)
+		return 0;
+	if (plabel_grow(&tn->ev, &tn->cap, tn->nev, sizeof(*tn->ev)))
+		return -ENOMEM;
+	tn->ev[tn->nev].time_ns = t;
+	tn->ev[tn->nev].reserved = 0;
+	tn->ev[tn->nev++].name = name;
+	tn->tried = 1;
+	return 0;
+}
+
+/* Thread tid's name at time t; 0: not known. */
+static uint32_t plabel_tn_at(struct plabel_collect *c, uint32_t tid,
+			     uint64_t t)
+{
+	struct plabel_tnames *tn = plabel_tn_get(c, tid);
+	uint64_t best_t = 0;
+	uint32_t name;
+	size_t i;
+
+	if (!tn)
+		return 0;
+	name = tn->first;
+	for (i = 0; i < tn->nev; i++)
+		if (tn->ev[i].time_ns <= t && tn->ev[i].time_ns >= best_t) {
+			best_t = tn->ev[i].time_ns;
+			name = tn->ev[i].name;
+		}
+	/* renamed before its first sample was read: the oldest name known */
+	if (!name && tn->nev)
+		name = tn->ev[0].name;
+	return name;
+}
+
+/* Process p's name at time t (after the latest exec before t). */
+static uint32_t plabel_proc_name_at(const struct plabel_proc *p, uint64_t t)
+{
+	uint64_t best_t = 0;
+	uint32_t name = p->name0;
+	size_t i;
+
+	for (i = 0; i < p->nexec; i++)
+		if (p->exec_times[i] <= t && p->exec_times[i] >= best_t) {
+			best_t = p->exec_times[i];
+			name = p->exec_names[i];
+		}
+	return name;
+}
+
+/*
+ * Names for a sample's process and thread, read from /proc when first
+ * seen; a THREAD record names the new thread (and process) after its
+ * creator. 0 or -ENOMEM.
+ */
+static int plabel_names_note(struct plabel_collect *c, struct plabel_proc *p,
+			     const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	struct plabel_tnames *tn;
+	char path[64], buf[64];
+
+	if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
+		return 0;
+	if (!p->name0_tried && !p->nexec && h->pid != c->skip_pid) {
+		p->name0_tried = 1;
+		p->name0 = plabel_proc_name_now(c, h->pid);
+	}
+	tn = plabel_tn_get(c, h->tid);
+	if (!tn)
+		return -ENOMEM;
+	if (!tn->tried) {
+		tn->tried = 1;
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", h->pid,
+			 h->tid);
+		if (plabel_read_small(path, buf, sizeof(buf)))
+			tn->first = plabel_name_id(c, buf, 15);
+	}
+	if (r->type == PLABEL_REC_THREAD && h->child_tid) {
+		uint32_t tname = plabel_tn_at(c, h->tid, h->time_ns);
+		struct plabel_tnames *ct = plabel_tn_get(c, h->child_tid);
+
+		size_t i, k = 0;
+
+		if (!ct)
+			return -ENOMEM;
+		ct->first = tname;
+		ct->tried = 1;
+		/* a reused tid: the names of the thread it was before go */
+		for (i = 0; i < ct->nev; i++)
+			if (ct->ev[i].time_ns >= h->time_ns)
+				ct->ev[k++] = ct->ev[i];
+		ct->nev = k;
+		if ((h->flags & PLABEL_THREAD_PROCESS) && h->child_pid &&
+		    h->child_pid != h->pid) {
+			uint32_t pname = plabel_proc_name_at(p, h->time_ns);
+			struct plabel_proc *cp = plabel_proc_get(c, h->child_pid);
+
+			if (!cp)
+				return -ENOMEM;
+			if (!cp->name0_tried) {
+				cp->name0 = pname;
+				cp->name0_tried = 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int plabel_add_sample(struct plabel_collect *c,
 			     const struct plabel_dec_rec *r)
 {
@@ -1074,6 +1335,13 @@ static int plabel_add_sample(struct plabel_collect *c,
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else
 		c->st.threads++;
+	p = plabel_proc_get(c, h->pid);
+	if (!p)
+		return -ENOMEM;
+	ret = plabel_names_note(c, p, r);
+	if (ret)
+		return ret;
+	/* the child may have been added: p moved */
 	p = plabel_proc_get(c, h->pid);
 	if (!p)
 		return -ENOMEM;
@@ -1427,7 +1695,9 @@ static uint64_t plabel_agg_hash(const struct plabel_agg *a)
 {
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
-					 a->set_id + a->type));
+					 a->set_id + a->type +
+					 ((uint64_t)a->pname << 40 ^
+					  (uint64_t)a->tname << 8)));
 }
 
 static uint64_t plabel_agg_hash_at(const struct plabel_collect *c, size_t j)
@@ -1450,7 +1720,8 @@ static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		a = &c->aggs[c->agg_tab.tab[i] - 1];
 		if (a->pid == k->pid && a->tid == k->tid &&
 		    a->chain == k->chain && a->gen == k->gen &&
-		    a->set_id == k->set_id && a->type == k->type) {
+		    a->set_id == k->set_id && a->type == k->type &&
+		    a->pname == k->pname && a->tname == k->tname) {
 			a->count += count;
 			a->nanos += k->nanos;
 			return 0;
@@ -1492,6 +1763,10 @@ static int plabel_sample_key(struct plabel_collect *c,
 	a->type = s->type;
 	a->count = s->periods;
 	a->nanos = s->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
+		a->pname = plabel_proc_name_at(p, s->time_ns);
+		a->tname = plabel_tn_at(c, s->tid, s->time_ns);
+	}
 	return ret;
 }
 
@@ -1585,14 +1860,25 @@ static int plabel_collect_record(struct plabel_collect *c,
 			return -ENOMEM;
 		if (p->nexec == p->exec_cap) {
 			size_t ncap = p->exec_cap ? p->exec_cap * 2 : 4;
+			uint32_t *en;
 
 			et = realloc(p->exec_times, ncap * sizeof(*et));
 			if (!et)
 				return -ENOMEM;
 			p->exec_times = et;
+			en = realloc(p->exec_names, ncap * sizeof(*en));
+			if (!en)
+				return -ENOMEM;
+			p->exec_names = en;
 			p->exec_cap = ncap;
 		}
+		p->exec_names[p->nexec] = plabel_name_id(c, r->u.exec.comm,
+							 sizeof(r->u.exec.comm));
 		p->exec_times[p->nexec++] = r->u.exec.time_ns;
+		if ((c->flags & PLABEL_COLLECT_NAME_LABELS) &&
+		    plabel_tn_rename(c, r->u.exec.tid, r->u.exec.time_ns,
+				     r->u.exec.comm, sizeof(r->u.exec.comm)))
+			return -ENOMEM;
 		/* merged samples may then sit in the wrong generation */
 		if (r->u.exec.time_ns < c->settled)
 			c->st.late++;
@@ -1624,6 +1910,11 @@ static int plabel_collect_record(struct plabel_collect *c,
 				return ret;
 		}
 		return 0;
+	case PLABEL_REC_COMM:
+		if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
+			return 0;
+		return plabel_tn_rename(c, r->u.comm.tid, r->u.comm.time_ns,
+					r->u.comm.comm, sizeof(r->u.comm.comm));
 	default:
 		return 0;	/* unknown types are skipped */
 	}
@@ -1731,6 +2022,8 @@ struct plabel_build {
 	uint64_t kmap;		/* kernel mapping id */
 	uint64_t *uses;		/* frames per user mapping id */
 	size_t nuses;
+	/* (label set id, process name << 32 | thread name) -> profile set */
+	struct plabel_pair_map ns;
 };
 
 /* Count k frames in user mapping mid, for plabel_main_mapping(). */
@@ -1849,9 +2142,17 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 	if (*slot)
 		return *slot;
 	/* a return address points after the call: look up the call */
-	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset, &bias))
-		n = plabel_elf_symbolize(m->elf, ip - bias - (leaf ? 0 : 1),
-					 fr, PLABEL_SYM_MAX_FRAMES);
+	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset, &bias)) {
+		uint64_t va = ip - bias - (leaf ? 0 : 1);
+
+		/* stubs have no symbol, or a wrong neighbour's */
+		fr[0].function = plabel_elf_plt(m->elf, va);
+		fr[0].file = NULL;
+		fr[0].line = 0;
+		n = fr[0].function ? 1 :
+		    plabel_elf_symbolize(m->elf, va, fr,
+					 PLABEL_SYM_MAX_FRAMES);
+	}
 	for (i = 0; i < n; i++) {
 		lines[i].function = fr[i].function;
 		lines[i].file = fr[i].file;
@@ -1868,6 +2169,56 @@ static int plabel_lset_cmp(const void *a, const void *b)
 	const struct plabel_lset *x = a, *y = b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * plabel_build_add() for a sample with process or thread names: the label
+ * set with "process" and "thread" added (unless the program set those keys
+ * itself: its own win), interned once per combination.
+ */
+static int plabel_build_add_named(struct plabel_build *b,
+				  const struct plabel_agg *a,
+				  const struct plabel_lset *ls,
+				  const uint64_t *locs, size_t nlocs)
+{
+	struct plabel_collect *c = b->c;
+	int pids = c->flags & PLABEL_COLLECT_PID_LABELS;
+	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 2];
+	uint32_t n = 0, i, set;
+	uint64_t *slot;
+	int ret, hasp = 0, hast = 0;
+
+	slot = plabel_pair_slot(&b->ns, ls ? ls->id : 0,
+				(uint64_t)a->pname << 32 | a->tname);
+	if (!slot)
+		return -ENOMEM;
+	if (!*slot) {
+		for (i = 0; ls && i < ls->count && n < PLABEL_MAX_LABELS; i++) {
+			labels[n++] = ls->labels[i];
+			hasp |= !strcmp(ls->labels[i].key, "process");
+			hast |= !strcmp(ls->labels[i].key, "thread");
+		}
+		if (a->pname && !hasp) {
+			labels[n].key = "process";
+			labels[n++].value = c->names[a->pname - 1];
+		}
+		if (a->tname && !hast) {
+			labels[n].key = "thread";
+			labels[n++].value = c->names[a->tname - 1];
+		}
+		ret = plabel_prof_labelset(b->prof, labels, n, &set);
+		if (ret) {
+			b->ns.n--;
+			return ret;
+		}
+		*slot = set;
+	}
+	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
+					   (uint32_t)*slot,
+					   pids ? (int64_t)a->pid : -1,
+					   pids ? (int64_t)a->tid : -1,
+					   (int64_t)a->count,
+					   (int64_t)a->nanos);
 }
 
 /*
@@ -1901,6 +2252,10 @@ static int plabel_build_add(struct plabel_build *b,
 			return plabel_prof_sample(b->prof, locs, nlocs, &unres,
 						  1, pid, tid, n, nanos);
 		}
+	}
+	if (a->pname || a->tname)
+		return plabel_build_add_named(b, a, ls, locs, nlocs);
+	if (ls) {
 		if (!ls->prof_set) {
 			ret = plabel_prof_labelset(b->prof, ls->labels,
 						   ls->count, &ls->prof_set);
@@ -2062,6 +2417,7 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	}
 	free(b.lc.ents);
 	free(b.rc.ents);
+	free(b.ns.ents);
 	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);

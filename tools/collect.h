@@ -41,6 +41,8 @@ struct plabel_collect_stats {
 #define PLABEL_COLLECT_PROC_MAPS	(1U << 0) /* read /proc/PID/maps */
 #define PLABEL_COLLECT_PID_LABELS	(1U << 1) /* pid/tid numeric labels */
 #define PLABEL_COLLECT_PREFAULT		(1U << 2) /* first tables set up now */
+/* string labels process (executable name) and thread (thread name) */
+#define PLABEL_COLLECT_NAME_LABELS	(1U << 3)
 
 struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 					  unsigned int flags);

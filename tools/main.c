@@ -14,13 +14,18 @@ static void plabel_usage(FILE *f)
 	fputs("usage: plabel COMMAND [ARGS]\n"
 	      "\n"
 	      "commands:\n"
-	      "  record [-F HZ] [-g fp|dwarf] [-o DIR] [-a | -p PID[,PID..] | -- CMD ARGS..]\n"
+	      "  record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
+	      "         [--no-process-labels] [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "                 record labeled CPU and thread-create profiles\n"
-	      "  report [--top N] [--tags] FILE.pb.gz\n"
+	      "  report [--top N] [--tags] [--all-tags] [--sample-index TYPE|N]\n"
+	      "         [--tagfocus KEY=RE] [--tagignore KEY=RE] FILE.pb.gz\n"
 	      "                 text view of a profile\n"
-	      "  run -l KEY=VALUE [-l ..] -- CMD ARGS..\n"
-	      "                 run CMD with those labels\n"
-	      "  help COMMAND   show a command's options\n", f);
+	      "  run -l KEY=VALUE [-l ..] [--replace] -- CMD ARGS..\n"
+	      "                 run CMD with those labels added to its own\n"
+	      "  help COMMAND   show a command's options\n"
+	      "\n"
+	      "  --version      show plabel's version\n"
+	      "  -h, --help     show this help\n", f);
 }
 
 static int plabel_help(const char *cmd)
@@ -59,6 +64,10 @@ int main(int argc, char **argv)
 		return plabel_cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return plabel_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("plabel %s\n", PLABEL_VERSION);
+		return 0;
+	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		plabel_usage(stdout);
 		return 0;

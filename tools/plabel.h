@@ -9,6 +9,14 @@
 
 #include <stdio.h>
 
+/* The tree's version (the VERSION file), from the build. */
+#ifndef PLABEL_VERSION
+#define PLABEL_VERSION "unknown"
+#endif
+
+#define PLABEL_STR_(x)	#x
+#define PLABEL_STR(x)	PLABEL_STR_(x)
+
 int plabel_cmd_record(int argc, char **argv);
 int plabel_cmd_run(int argc, char **argv);
 

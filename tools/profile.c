@@ -272,6 +272,75 @@ static const char *plabel_intern(struct plabel_prof *p, const char *s)
 	return plabel_intern_n(p, s ? s : "", s ? strlen(s) : 0);
 }
 
+static bool plabel_is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+size_t plabel_prof_escape(char *out, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = 0;
+
+	for (; *s; s++) {
+		unsigned char c = *s;
+		char e[4];
+		size_t n = 1, k;
+
+		e[0] = c;
+		if (plabel_is_ctl(c)) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			n = 4;
+		} else if (c == '\\') {
+			e[1] = '\\';
+			n = 2;
+		}
+		for (k = 0; k < n; k++, len++)
+			if (len + 1 < cap)
+				out[len] = e[k];
+	}
+	if (cap)
+		out[len < cap ? len : cap - 1] = '\0';
+	return len;
+}
+
+/*
+ * A string from outside plabel (a label, a symbol or file name from a
+ * profiled program's ELF, a mapping's path), interned escaped: what the
+ * file holds is printable and what every viewer shows is the same.
+ * always: escape a backslash even when nothing else needs it (what the
+ * builder does, so escaped text cannot be mistaken for the original);
+ * otherwise only strings with a control byte are escaped (the reader, for
+ * files written elsewhere: plabel's own are left as they are).
+ */
+static const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
+				     bool always)
+{
+	const char *c;
+	bool need = false;
+	const char *ret;
+	size_t len;
+	char *e;
+
+	if (!s)
+		return plabel_intern(p, s);
+	for (c = s; *c && !need; c++)
+		need = plabel_is_ctl(*c) || (always && *c == '\\');
+	if (!need)
+		return plabel_intern(p, s);
+	len = plabel_prof_escape(NULL, 0, s);
+	e = malloc(len + 1);
+	if (!e)
+		return NULL;
+	plabel_prof_escape(e, len + 1, s);
+	ret = plabel_intern_n(p, e, len);
+	free(e);
+	return ret;
+}
+
 static struct plabel_prof *plabel_prof_alloc(void)
 {
 	struct plabel_prof *p = calloc(1, sizeof(*p));
@@ -497,7 +566,7 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 
 	if (!p->built)
 		return 0;
-	m.file = plabel_intern(p, file);
+	m.file = plabel_intern_esc(p, file, true);
 	m.build_id = plabel_intern(p, build_id);
 	if (!m.file || !m.build_id)
 		return 0;
@@ -596,8 +665,10 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 			goto err_free;
 	}
 	for (i = 0; i < nlines; i++) {
-		const char *name = plabel_intern(p, lines[i].function);
-		const char *file = plabel_intern(p, lines[i].file);
+		const char *name = plabel_intern_esc(p, lines[i].function,
+						     true);
+		const char *file = plabel_intern_esc(p, lines[i].file,
+						     true);
 
 		if (!name || !file)
 			goto err_free;
@@ -732,8 +803,8 @@ static int plabel_labels_intern(struct plabel_prof *p,
 		if (!labels[i].key || !labels[i].value)
 			return -EINVAL;
 	for (i = 0; i < n; i++) {
-		out[i].key = plabel_intern(p, labels[i].key);
-		out[i].value = plabel_intern(p, labels[i].value);
+		out[i].key = plabel_intern_esc(p, labels[i].key, true);
+		out[i].value = plabel_intern_esc(p, labels[i].value, true);
 		if (!out[i].key || !out[i].value)
 			return -ENOMEM;
 	}
@@ -1334,7 +1405,8 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 	if (!d->str)
 		return plabel_fail(err, -ENOMEM, "out of memory");
 	for (i = 0; i < pb->n_string_table; i++) {
-		d->str[i] = plabel_intern(p, pb->string_table[i]);
+		d->str[i] = plabel_intern_esc(p, pb->string_table[i],
+					     false);
 		if (!d->str[i])
 			return plabel_fail(err, -ENOMEM, "out of memory");
 	}

@@ -54,6 +54,20 @@ struct plabel_prof_numlabel {
 	const char *unit;
 };
 
+/*
+ * Strings from outside plabel (label keys and values, function and file
+ * names, mapping paths) are stored escaped: each byte below 0x20 and 0x7f
+ * as \xNN (two lower-case hex digits) and a backslash as \\, so a profile
+ * holds only printable text and no label can forge a line of a report. A
+ * profile read from a file has its strings that hold such bytes escaped
+ * the same way (others are kept as they are, so plabel's own files read
+ * back unchanged).
+ *
+ * plabel_prof_escape() writes s escaped into out (at most cap bytes, NUL
+ * included; truncated if short) and returns the escaped length.
+ */
+size_t plabel_prof_escape(char *out, size_t cap, const char *s);
+
 /* NULL on ENOMEM. */
 struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 				    uint64_t period_ns);

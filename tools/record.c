@@ -4,9 +4,10 @@
  * write DIR/cpu.pb.gz and DIR/threadcreate.pb.gz.
  *
  * The session ends when CMD exits (it is forked held on a pipe, so the
- * session covers it from its exec on), when every -p process has exited,
- * or on SIGINT/SIGTERM; then the session is stopped, the rest of the
- * stream drained, and the files are written in every case.
+ * session covers it from its exec on), when every -p process has exited
+ * (without CMD), after --duration, or on SIGINT/SIGTERM; then the session
+ * is stopped, the rest of the stream drained, and the files are written in
+ * every case. With CMD, plabel exits with CMD's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,23 +69,33 @@ static void plabel_on_child(int sig)
 
 void plabel_record_usage(FILE *f)
 {
-	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [-a | -p PID[,PID..] | -- CMD ARGS..]\n"
+	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
+	      "                     [--no-process-labels] [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
 	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
 	      "A CPU sample's nanoseconds are the CPU time its thread used since\n"
 	      "its previous sample, as the kernel accounts it.\n"
-	      "Recording ends when CMD exits, when every PID has exited, or on\n"
-	      "SIGINT/SIGTERM; the files are written in every case.\n"
+	      "Without -a or -p, CMD and everything it starts is recorded; with\n"
+	      "them, they are recorded while CMD runs. Recording ends when CMD\n"
+	      "exits, when every PID has exited, after --duration, or on\n"
+	      "SIGINT/SIGTERM; the files are written in every case. A previous\n"
+	      "DIR is kept as DIR.old. One line on stderr says when sampling is\n"
+	      "live. With CMD the exit status is CMD's (126/127: it could not be\n"
+	      "run, 128+N: killed by signal N).\n"
 	      "\n"
-	      "  -F, --freq HZ          samples per second per CPU (default: the\n"
-	      "                         kernel.plabel.sample_hz sysctl)\n"
+	      "  -F, --freq HZ          samples per second per CPU, 1.." PLABEL_STR(PLABEL_MAX_SAMPLE_HZ) "\n"
+	      "                         (default: the kernel.plabel.sample_hz sysctl)\n"
 	      "  -g, --call-graph MODE  fp: frame-pointer call chains (default);\n"
 	      "                         dwarf: stack snapshots unwound with the\n"
 	      "                         programs' .eh_frame (no frame pointers needed)\n"
 	      "  -o, --output DIR       output directory (default: ./plabel-out)\n"
 	      "  -a, --all-cpus         every process on the system\n"
 	      "  -p, --pid PID[,PID..]  these processes (and threads) only\n"
+	      "      --duration S       stop after S seconds (decimals allowed;\n"
+	      "                         CMD, if still running, gets SIGTERM)\n"
+	      "      --no-process-labels  no process and thread name labels\n"
+	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
 
@@ -135,7 +146,7 @@ static const char *plabel_start_err(int err)
 	case ESRCH:
 		return "no such process";
 	case EINVAL:
-		return "the module rejected the session's settings";
+		return "the module rejected the session's settings (is -F above kernel.plabel.sample_hz's limit?)";
 	default:
 		return strerror(err);
 	}
@@ -417,9 +428,134 @@ static void plabel_child(int rfd, char **argv)
 	if (b != 'g')
 		_exit(127);
 	execvp(argv[0], argv);
+	b = errno == ENOENT ? 127 : 126;
 	fprintf(stderr, "plabel record: cannot run %s: %s\n", argv[0],
 		strerror(errno));
-	_exit(127);
+	_exit(b);
+}
+
+/* A shell's status for a wait() status: the code, or 128 + the signal. */
+static int plabel_shell_status(int wst)
+{
+	if (WIFEXITED(wst))
+		return WEXITSTATUS(wst);
+	if (WIFSIGNALED(wst))
+		return 128 + WTERMSIG(wst);
+	return 1;
+}
+
+static const char *const plabel_out_files[] = {
+	"cpu.pb.gz", "threadcreate.pb.gz",
+};
+
+/* Whether dir holds one of the files record writes. */
+static int plabel_dir_has_profile(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(plabel_out_files) / sizeof(*plabel_out_files);
+	     i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir,
+			     plabel_out_files[i]) < (int)sizeof(path) &&
+		    !access(path, F_OK))
+			return 1;
+	}
+	return 0;
+}
+
+/* Remove old, a directory holding only files record writes. -errno. */
+static int plabel_remove_old(const char *old)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(plabel_out_files) / sizeof(*plabel_out_files);
+	     i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", old,
+			     plabel_out_files[i]) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
+			return -errno;
+	}
+	return rmdir(old) ? -errno : 0;
+}
+
+/*
+ * Before recording: make dir a writable directory, a previous recording in
+ * it moved to DIR.old (as perf keeps perf.data.old). Where the directory
+ * itself cannot move ("." or a mount point), its files are renamed to
+ * FILE.old in it. 0, or 1 after one message.
+ */
+static int plabel_prepare_dir(const char *dir)
+{
+	char old[PATH_MAX], probe[PATH_MAX];
+	struct stat st;
+	size_t i;
+	int fd;
+
+	if (strlen(dir) + 32 > sizeof(old)) {
+		fprintf(stderr, "plabel record: output path too long\n");
+		return 1;
+	}
+	if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old))
+		return 1;
+	if (!stat(dir, &st) && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "plabel record: %s exists and is not a directory\n",
+			dir);
+		return 1;
+	}
+	if (!stat(dir, &st) && plabel_dir_has_profile(dir)) {
+		int ret = lstat(old, &st) ? 0 : plabel_remove_old(old);
+
+		if (!ret && rename(dir, old))
+			ret = -errno;
+		if (ret == -EBUSY || ret == -EINVAL) {
+			/* the directory cannot move: its files do */
+			for (i = 0, ret = 0; i < sizeof(plabel_out_files) /
+			     sizeof(*plabel_out_files) && !ret; i++) {
+				char from[PATH_MAX];
+
+				if (snprintf(from, sizeof(from), "%s/%s", dir,
+					     plabel_out_files[i]) >=
+				    (int)sizeof(from) ||
+				    snprintf(probe, sizeof(probe), "%s.old",
+					     from) >= (int)sizeof(probe))
+					ret = -ENAMETOOLONG;
+				else if (rename(from, probe) && errno != ENOENT)
+					ret = -errno;
+			}
+			if (!ret)
+				fprintf(stderr, "plabel record: kept the previous profiles in %s as *.pb.gz.old\n",
+					dir);
+		} else if (!ret) {
+			fprintf(stderr, "plabel record: kept the previous %s as %s\n",
+				dir, old);
+		}
+		if (ret) {
+			fprintf(stderr, "plabel record: cannot keep the previous %s as %s: %s\n",
+				dir, old, strerror(-ret));
+			return 1;
+		}
+	}
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	/* writable? (root passes access(); a read-only file system not) */
+	if (snprintf(probe, sizeof(probe), "%s/.plabel-XXXXXX", dir) >=
+	    (int)sizeof(probe))
+		return 1;
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		fprintf(stderr, "plabel record: cannot write in %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
 }
 
 /* A process that exited but was not reaped yet (a zombie) is gone too. */
@@ -457,6 +593,34 @@ static int plabel_pidfd_open(pid_t pid)
 #endif
 }
 
+/*
+ * -g dwarf spools snapshots to an unlinked file in $TMPDIR (else /tmp),
+ * and unwinds them on arrival when it cannot: say so before recording.
+ */
+static void plabel_check_tmpdir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && snprintf(path, sizeof(path), "%s/plabel-spool-XXXXXX",
+			       dir) < (int)sizeof(path)) {
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	err = errno;
+	fprintf(stderr, "plabel record: -g dwarf: cannot create a file in %s (%s): falling back to unwinding stack snapshots as they arrive (more CPU while recording, maybe lost records); set TMPDIR to a writable directory\n",
+		dir, strerror(err));
+}
+
 int plabel_cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -465,6 +629,9 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "no-process-labels", no_argument, NULL, 'N' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -478,6 +645,9 @@ int plabel_cmd_record(int argc, char **argv)
 	int all = 0, c, ret, status = 1, pipefd[2] = { -1, -1 };
 	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0;
 	int check = 1;	/* -p: see who is alive (at start, timeouts, ends) */
+	int watch = 0;	/* -p without CMD: ends when they have exited */
+	int names = 1;	/* process and thread labels */
+	double duration = 0, deadline = 0;
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -494,9 +664,9 @@ int plabel_cmd_record(int argc, char **argv)
 		case 'F':
 			errno = 0;
 			hz = strtoul(optarg, &end, 10);
-			if (errno || *end || !hz || hz > 100000) {
-				fprintf(stderr, "plabel record: bad frequency '%s' (1..100000)\n",
-					optarg);
+			if (errno || *end || !hz || hz > PLABEL_MAX_SAMPLE_HZ) {
+				fprintf(stderr, "plabel record: bad frequency '%s': the module samples at 1..%d Hz\n",
+					optarg, PLABEL_MAX_SAMPLE_HZ);
 				return 2;
 			}
 			break;
@@ -525,6 +695,22 @@ int plabel_cmd_record(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'D':
+			errno = 0;
+			duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(duration > 0) ||
+			    duration > 1e9) {
+				fprintf(stderr, "plabel record: bad duration '%s' (seconds, more than 0)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'N':
+			names = 0;
+			break;
+		case 'V':
+			printf("plabel %s\n", PLABEL_VERSION);
+			return 0;
 		case 'h':
 			plabel_record_usage(stdout);
 			return 0;
@@ -535,11 +721,21 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv + optind;
-	if (all + !!npids + !!cmd != 1) {
-		fprintf(stderr, "plabel record: give exactly one of -a, -p PIDS or -- CMD\n");
+	if (all && npids) {
+		fprintf(stderr, "plabel record: give -a or -p PIDS, not both\n");
 		plabel_record_usage(stderr);
 		return 2;
 	}
+	if (!all && !npids && !cmd && !duration) {
+		fprintf(stderr, "plabel record: give -a, -p PIDS or -- CMD\n");
+		plabel_record_usage(stderr);
+		return 2;
+	}
+	if (!all && !npids && !cmd) {
+		fprintf(stderr, "plabel record: --duration needs -a, -p PIDS or -- CMD\n");
+		return 2;
+	}
+	watch = npids && !cmd;
 	for (i = 0; i < npids; i++) {
 		if (kill(pids[i], 0) && errno == ESRCH) {
 			fprintf(stderr, "plabel record: no process %d\n",
@@ -550,14 +746,16 @@ int plabel_cmd_record(int argc, char **argv)
 	st.fd = plabel_open_device();
 	if (st.fd < 0)
 		return 1;
-	if (mkdir(dir, 0777) && errno != EEXIST) {
-		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
-			strerror(errno));
+	if (plabel_prepare_dir(dir)) {
 		close(st.fd);
 		return 1;
 	}
+	if (callchain == PLABEL_CALLCHAIN_DWARF)
+		plabel_check_tmpdir();
 	flags = PLABEL_COLLECT_PROC_MAPS | PLABEL_COLLECT_PID_LABELS |
 		PLABEL_COLLECT_PREFAULT;
+	if (names)
+		flags |= PLABEL_COLLECT_NAME_LABELS;
 	/*
 	 * One malloc arena: the reading and the collecting thread take
 	 * turns, and a second arena would be set up by the collector's first
@@ -614,14 +812,17 @@ int plabel_cmd_record(int argc, char **argv)
 		close(pipefd[0]);
 		pipefd[0] = -1;
 		plabel_collect_skip_before_exec(st.col, child);
-		pids[0] = child;
-		npids = 1;
+		if (!all && !npids) {
+			pids[0] = child;
+			npids = 1;
+		}
 	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.size = sizeof(sa);
 	sa.target = all ? PLABEL_TARGET_ALL :
-		    cmd ? PLABEL_TARGET_TREE : PLABEL_TARGET_PIDS;
+		    watch || pids[0] != child ? PLABEL_TARGET_PIDS :
+		    PLABEL_TARGET_TREE;
 	sa.callchain = callchain;
 	sa.sample_hz = hz;
 	sa.record = PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
@@ -644,6 +845,12 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_REALTIME, &wall);
 	t0 = plabel_now();
+	if (duration)
+		deadline = t0 + duration;
+	/* one line for scripts that wait to start their load */
+	fprintf(stderr, "plabel: recording started (%s)\n",
+		all ? "every process" : cmd && pids[0] == child ? cmd[0] :
+		npids == 1 ? "1 process" : "the processes given");
 	if (cmd) {
 		char go = 'g';
 
@@ -655,7 +862,7 @@ int plabel_cmd_record(int argc, char **argv)
 		pipefd[1] = -1;
 	}
 	/* readable when the process ends: poll() needs no signal for that */
-	for (i = 0; i < npids; i++) {
+	for (i = 0; watch && i < npids; i++) {
 		int pfd = plabel_pidfd_open(pids[i]);
 
 		if (pfd >= 0)
@@ -668,8 +875,18 @@ int plabel_cmd_record(int argc, char **argv)
 		int nfds = 1, alive;
 		ssize_t n;
 
+		int wait_ms = PLABEL_POLL_MS;
+
 		if (plabel_stop_sig)
 			break;
+		if (deadline) {
+			double left = deadline - plabel_now();
+
+			if (left <= 0)
+				break;
+			if (left * 1000 < wait_ms)
+				wait_ms = (int)(left * 1000) + 1;
+		}
 		if (child > 0) {
 			int wst;
 			pid_t w = waitpid(child, &wst, WNOHANG);
@@ -679,7 +896,7 @@ int plabel_cmd_record(int argc, char **argv)
 				child = -1;
 				break;
 			}
-		} else if (npids && check) {
+		} else if (watch && check) {
 			/* -p: done when all are gone */
 			for (i = 0, alive = 0; i < npids; i++)
 				alive += plabel_pid_alive(pids[i]);
@@ -695,7 +912,7 @@ int plabel_cmd_record(int argc, char **argv)
 			pfds[nfds].revents = 0;
 			pfds[nfds++].events = POLLIN;
 		}
-		ret = poll(pfds, nfds, PLABEL_POLL_MS);
+		ret = poll(pfds, nfds, wait_ms);
 		if (ret < 0 && errno != EINTR) {
 			fprintf(stderr, "plabel record: poll: %s\n",
 				strerror(errno));
@@ -751,7 +968,10 @@ int plabel_cmd_record(int argc, char **argv)
 	for (i = 0; i < (uint32_t)npidfds; i++)
 		close(pidfds[i]);
 	if (child > 0) {
-		/* interrupted: CMD got the terminal's signal too; reap it */
+		/*
+		 * Interrupted (CMD got the terminal's signal too) or
+		 * --duration is over: end it and reap it.
+		 */
 		kill(child, SIGTERM);
 		waitpid(child, &cmd_status, 0);
 	}
@@ -766,6 +986,9 @@ int plabel_cmd_record(int argc, char **argv)
 				       (int64_t)wall.tv_sec * 1000000000LL +
 				       wall.tv_nsec,
 				       (int64_t)((plabel_now() - t0) * 1e9));
+	/* `plabel record -- make && ..` works as `make && ..` does */
+	if (cmd && plabel_shell_status(cmd_status))
+		status = plabel_shell_status(cmd_status);
 	goto out;
 
 err_child:

@@ -1209,7 +1209,7 @@ static const char *plabel_trim(const char *s)
 
 struct plabel_report_opts {
 	int top;
-	bool tags;
+	bool tags, all_tags;
 	const char *sample_index;
 	const char *focus_spec, *ignore_spec;
 };
@@ -1334,6 +1334,7 @@ struct plabel_tagval {
 
 struct plabel_tagkey {
 	const char *key;
+	bool num;	/* a numeric label (pid, tid) */
 	struct plabel_tagval *vals;
 	size_t nvals, capvals;
 };
@@ -1401,10 +1402,16 @@ static int plabel_tagkey_add(struct plabel_tagkey *k, const char *val,
 	return 0;
 }
 
-static int plabel_report_tags(struct plabel_report *r, FILE *out)
+/*
+ * pprof's -tags with all: every key, alphabetically. Without: the string
+ * labels alone (what a program set, the process and thread names), and a
+ * line naming the numeric ones left out (pid, tid: one row per thread of
+ * the system, under -a, would bury the rest).
+ */
+static int plabel_report_tags(struct plabel_report *r, FILE *out, bool all)
 {
 	struct plabel_tagkey *keys = NULL;
-	size_t nkeys = 0, capkeys = 0, i, j;
+	size_t nkeys = 0, capkeys = 0, i, j, nhidden = 0;
 	int ret = -ENOMEM;
 
 	for (i = 0; i < r->nsamples; i++) {
@@ -1427,6 +1434,7 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 					      s->numlabels[j].key);
 			if (!k)
 				goto out;
+			k->num = true;
 			plabel_scaled_label(v, sizeof(v), s->numlabels[j].num,
 					    plabel_num_unit(r, k->key),
 					    "minimum");
@@ -1444,6 +1452,10 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 		double fv;
 		char cell[128];
 
+		if (k->num && !all) {
+			nhidden++;
+			continue;
+		}
 		for (j = 0; j < k->nvals; j++)
 			total = plabel_add64(total, k->vals[j].flat);
 		qsort(k->vals, k->nvals, sizeof(*k->vals), plabel_tagval_cmp);
@@ -1488,6 +1500,13 @@ static int plabel_report_tags(struct plabel_report *r, FILE *out)
 		}
 		fprintf(out, "\n");
 	}
+	if (nhidden) {
+		fprintf(out, "numeric labels not shown (--all-tags shows them):");
+		for (i = 0; i < nkeys; i++)
+			if (keys[i].num)
+				fprintf(out, " %s", keys[i].key);
+		fprintf(out, "\n");
+	}
 	ret = 0;
 out:
 	for (i = 0; i < nkeys; i++) {
@@ -1504,7 +1523,7 @@ out:
 static void plabel_report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: plabel report [--top N] [--tags] [--sample-index TYPE|N]\n"
+		"usage: plabel report [--top N] [--tags | --all-tags] [--sample-index TYPE|N]\n"
 		"                     [--tagfocus KEY=RE[,RE..]]\n"
 		"                     [--tagignore KEY=RE[,RE..]] FILE\n"
 		"\n"
@@ -1513,7 +1532,9 @@ static void plabel_report_usage(FILE *out)
 		"\n"
 		"  --top N            only the N functions with the most flat value\n"
 		"                     (go tool pprof -top -nodecount=N)\n"
-		"  --tags             value split by label, like go tool pprof -tags\n"
+		"  --tags             value split by string label (the program's labels,\n"
+		"                     process, thread), as go tool pprof -tags shows them\n"
+		"  --all-tags         numeric labels (pid, tid) too: go tool pprof -tags\n"
 		"  --sample-index X   sample type to show, by name or index\n"
 		"                     (default: the profile's default, else the last)\n"
 		"  --tagfocus K=RE    only samples whose label K matches RE\n"
@@ -1555,6 +1576,7 @@ int plabel_cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, 't' },
 		{ "tags", no_argument, NULL, 'T' },
+		{ "all-tags", no_argument, NULL, 'A' },
 		{ "sample-index", required_argument, NULL, 's' },
 		{ "tagfocus", required_argument, NULL, 'f' },
 		{ "tagignore", required_argument, NULL, 'i' },
@@ -1588,6 +1610,9 @@ int plabel_cmd_report(int argc, char **argv)
 			break;
 		case 'T':
 			o.tags = true;
+			break;
+		case 'A':
+			o.tags = o.all_tags = true;
 			break;
 		case 's':
 			o.sample_index = optarg;
@@ -1644,9 +1669,21 @@ int plabel_cmd_report(int argc, char **argv)
 		goto out_filters;
 	}
 	if (plabel_pick_index(r.p, o.sample_index, &r.si)) {
-		fprintf(stderr, "plabel report: %s: %s\n", argv[optind],
-			o.sample_index ? "no such sample type" :
+		size_t n = plabel_prof_num_values(r.p);
+
+		fprintf(stderr, "plabel report: %s: %s", argv[optind],
+			o.sample_index ? "no sample type " :
 					 "the profile has no sample types");
+		if (o.sample_index && n) {
+			fprintf(stderr, "'%s'; it has:", o.sample_index);
+			for (i = 0; i < n; i++)
+				fprintf(stderr, " %s (%zu)%s",
+					plabel_prof_sample_type(r.p, i).type,
+					i, i + 1 < n ? "," : "");
+		} else if (o.sample_index) {
+			fprintf(stderr, "'%s'", o.sample_index);
+		}
+		fprintf(stderr, "\n");
 		status = o.sample_index ? 2 : 1;
 		goto out_prof;
 	}
@@ -1664,7 +1701,7 @@ int plabel_cmd_report(int argc, char **argv)
 	ret = plabel_report_setup(&r, have_focus ? &focus : NULL,
 				  have_ignore ? &ignore : NULL);
 	if (!ret)
-		ret = o.tags ? plabel_report_tags(&r, stdout) :
+		ret = o.tags ? plabel_report_tags(&r, stdout, o.all_tags) :
 			       plabel_report_top(&r, &o, stdout);
 	if (!ret && fflush(stdout))
 		ret = -errno;

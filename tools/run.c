@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * plabel run -l KEY=VALUE [-l ..] -- CMD ARGS..: intern the labels, make
- * them this thread's kernel-stored labels, and exec CMD. The labels survive
- * exec and are inherited by every thread and process CMD creates, so an
- * unmodified program is profiled under them.
+ * plabel run -l KEY=VALUE [-l ..] -- CMD ARGS..: merge the labels into the
+ * ones this thread has (inherited from whoever started it; a key given
+ * replaces it, as plabel_do() merges), intern the result, make it this
+ * thread's kernel-stored labels, and exec CMD. The labels survive exec and
+ * are inherited by every thread and process CMD creates, so an unmodified
+ * program is profiled under them. --replace drops the inherited ones.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,12 +21,15 @@
 
 void plabel_run_usage(FILE *f)
 {
-	fputs("usage: plabel run -l KEY=VALUE [-l KEY=VALUE ..] -- CMD ARGS..\n"
+	fputs("usage: plabel run -l KEY=VALUE [-l KEY=VALUE ..] [--replace] -- CMD ARGS..\n"
 	      "\n"
-	      "Run CMD with the given labels. Every CPU sample and thread\n"
-	      "creation of CMD and of everything it starts carries them.\n"
+	      "Run CMD with the given labels added to the ones plabel run has\n"
+	      "(inherited, e.g. from an outer plabel run; a key given replaces\n"
+	      "the inherited one). Every CPU sample and thread creation of CMD\n"
+	      "and of everything it starts carries them.\n"
 	      "\n"
 	      "  -l, --label KEY=VALUE   a label (repeatable; keys unique)\n"
+	      "      --replace           drop the inherited labels: only these\n"
 	      "  -h, --help              show this help\n", f);
 }
 
@@ -45,10 +50,52 @@ static const char *plabel_run_err(int err)
 	}
 }
 
+/*
+ * Add this thread's current labels whose keys labels[0..*n) lack, after
+ * them. *buf keeps their bytes (free it after SET_NEW). 0, -E2BIG (too
+ * many together) or another -errno.
+ */
+static int plabel_run_inherit(int fd, struct plabel_label *labels,
+			      unsigned int *n, void **buf)
+{
+	struct plabel_labels_get_args ga;
+	const struct plabel_label *in;
+	unsigned int i, j, given = *n;
+
+	memset(&ga, 0, sizeof(ga));
+	ga.size = sizeof(ga);
+	if (!ioctl(fd, PLABEL_IOC_LABELS_GET, &ga))
+		return 0;	/* no labels (no buffer needed) */
+	if (errno != ERANGE)
+		return -errno;
+	*buf = malloc(ga.buf_len ? ga.buf_len : 1);
+	if (!*buf)
+		return -ENOMEM;
+	ga.buf = (uintptr_t)*buf;
+	if (ioctl(fd, PLABEL_IOC_LABELS_GET, &ga))
+		return -errno;
+	in = *buf;
+	for (i = 0; i < ga.count; i++) {
+		for (j = 0; j < given; j++)
+			if (labels[j].key_len == in[i].key_len &&
+			    !memcmp((void *)(uintptr_t)labels[j].key,
+				    (void *)(uintptr_t)in[i].key,
+				    in[i].key_len))
+				break;
+		if (j < given)
+			continue;	/* a key given replaces it */
+		if (*n == PLABEL_MAX_LABELS)
+			return -E2BIG;
+		labels[(*n)++] = in[i];
+	}
+	return 0;
+}
+
 int plabel_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "label", required_argument, NULL, 'l' },
+		{ "replace", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -56,7 +103,8 @@ int plabel_cmd_run(int argc, char **argv)
 	struct plabel_set_new_args sn;
 	struct plabel_labels_set_args ls;
 	unsigned int n = 0, i;
-	int c, fd;
+	int c, fd, replace = 0;
+	void *inherited = NULL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+l:h", opts, NULL)) != -1) {
@@ -89,6 +137,9 @@ int plabel_cmd_run(int argc, char **argv)
 				}
 			n++;
 			break;
+		case 'R':
+			replace = 1;
+			break;
 		case 'h':
 			plabel_run_usage(stdout);
 			return 0;
@@ -111,6 +162,19 @@ int plabel_cmd_run(int argc, char **argv)
 	fd = plabel_open_device();
 	if (fd < 0)
 		return 1;
+	if (!replace) {
+		int ret = plabel_run_inherit(fd, labels, &n, &inherited);
+
+		if (ret) {
+			fprintf(stderr, "plabel run: %s\n",
+				ret == -E2BIG ?
+				"too many labels with the inherited ones (at most " PLABEL_STR(PLABEL_MAX_LABELS) "; --replace drops those)" :
+				ret == -ENOMEM ? "out of memory" :
+				plabel_run_err(-ret));
+			close(fd);
+			return 1;
+		}
+	}
 	memset(&sn, 0, sizeof(sn));
 	sn.size = sizeof(sn);
 	sn.labels = (uintptr_t)labels;
@@ -118,9 +182,11 @@ int plabel_cmd_run(int argc, char **argv)
 	if (ioctl(fd, PLABEL_IOC_SET_NEW, &sn)) {
 		fprintf(stderr, "plabel run: cannot intern the labels: %s\n",
 			plabel_run_err(errno));
+		free(inherited);
 		close(fd);
 		return 1;
 	}
+	free(inherited);
 	memset(&ls, 0, sizeof(ls));
 	ls.size = sizeof(ls);
 	ls.id = sn.id;

@@ -157,6 +157,9 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 	case PLABEL_REC_MMAP:
 		ret = plabel_dec_mmap(rec);
 		break;
+	case PLABEL_REC_COMM:
+		ret = plabel_dec_fixed(rec, &rec->u.comm, sizeof(rec->u.comm));
+		break;
 	case PLABEL_REC_EXEC:
 		ret = plabel_dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
 		break;

@@ -51,6 +51,7 @@ struct plabel_dec_rec {
 			struct plabel_dec_str path;
 		} mmap;
 		struct plabel_rec_exec exec;
+		struct plabel_rec_comm comm;
 	} u;
 };
 

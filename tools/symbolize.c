@@ -50,6 +50,9 @@ struct plabel_elf {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf_Addr mod_bias;	/* Dwfl address = vaddr + mod_bias */
+	struct plabel_plt *plt;	/* PLT stubs, by address (plabel_elf_plt) */
+	size_t nplt;
+	int plt_read;
 };
 
 struct plabel_ksym {
@@ -208,8 +211,18 @@ void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)
 	s->copy_limit = bytes;
 }
 
+struct plabel_plt {
+	uint64_t start, end;	/* ELF vaddrs of the stub */
+	char *name;		/* "func@plt" */
+};
+
 static void plabel_elf_free(struct plabel_elf *e)
 {
+	size_t i;
+
+	for (i = 0; i < e->nplt; i++)
+		free(e->plt[i].name);
+	free(e->plt);
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	if (e->image)
@@ -936,5 +949,208 @@ const struct plabel_map *plabel_maps_find(const struct plabel_map *maps,
 	for (i = 0; i < n; i++)
 		if (addr >= maps[i].start && addr < maps[i].end)
 			return &maps[i];
+	return NULL;
+}
+
+/* ---- PLT stubs: func@plt, as perf names them ---- */
+
+struct plabel_plt_rel {
+	uint64_t got;		/* the GOT slot the stub jumps through */
+	const char *sym;	/* the symbol the slot is bound to, or NULL: */
+	int64_t addend;		/* an IFUNC resolver's address (IRELATIVE) */
+};
+
+static int plabel_plt_rel_cmp(const void *a, const void *b)
+{
+	const struct plabel_plt_rel *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+static int plabel_plt_cmp(const void *a, const void *b)
+{
+	const struct plabel_plt *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The dynamic relocations with a symbol (JUMP_SLOT, GLOB_DAT), by slot. */
+static int plabel_plt_rels(Elf *elf, struct plabel_plt_rel **out, size_t *n)
+{
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh, symsh;
+		Elf_Scn *symscn;
+		Elf_Data *d, *symd;
+		size_t i, nrel;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize)
+			continue;
+		symscn = elf_getscn(elf, sh.sh_link);
+		d = elf_getdata(scn, NULL);
+		if (!symscn || !gelf_getshdr(symscn, &symsh) ||
+		    symsh.sh_type != SHT_DYNSYM || !d)
+			continue;
+		symd = elf_getdata(symscn, NULL);
+		if (!symd)
+			continue;
+		nrel = d->d_size / sh.sh_entsize;
+		for (i = 0; i < nrel; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			unsigned long type;
+
+			if (!gelf_getrela(d, i, &r))
+				break;
+			type = GELF_R_TYPE(r.r_info);
+			if (type == R_X86_64_IRELATIVE) {
+				name = NULL;
+			} else if ((type != R_X86_64_JUMP_SLOT &&
+				    type != R_X86_64_GLOB_DAT) ||
+				   !GELF_R_SYM(r.r_info) ||
+				   !gelf_getsym(symd, GELF_R_SYM(r.r_info),
+						&sym)) {
+				continue;
+			} else {
+				name = elf_strptr(elf, symsh.sh_link,
+						  sym.st_name);
+				if (!name || !*name)
+					continue;
+			}
+			if (*n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct plabel_plt_rel *nr;
+
+				nr = realloc(*out, ncap * sizeof(*nr));
+				if (!nr)
+					return -ENOMEM;
+				*out = nr;
+				cap = ncap;
+			}
+			(*out)[*n].got = r.r_offset;
+			(*out)[*n].addend = r.r_addend;
+			(*out)[(*n)++].sym = name;
+		}
+	}
+	if (*n)
+		qsort(*out, *n, sizeof(**out), plabel_plt_rel_cmp);
+	return 0;
+}
+
+/*
+ * Name every stub of .plt, .plt.sec and .plt.got: each is an indirect
+ * jump through a GOT slot (ff 25 disp32, maybe after endbr64 or a bnd
+ * prefix), and the slot's dynamic relocation names the function. Every
+ * read is inside the section's data, so a malformed file yields no names.
+ */
+static int plabel_plt_read(struct plabel_elf *e)
+{
+	struct plabel_plt_rel *rels = NULL;
+	size_t nrels = 0, shstrndx, cap = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Addr bias;
+	Elf *elf;
+	int ret = 0;
+
+	e->plt_read = 1;
+	if (plabel_elf_load(e) || !e->mod)
+		return 0;
+	elf = dwfl_module_getelf(e->mod, &bias);
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	ret = plabel_plt_rels(elf, &rels, &nrels);
+	while (!ret && nrels && (scn = elf_nextscn(elf, scn))) {
+		uint64_t ent, off;
+		const char *sname;
+		const uint8_t *b;
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!sname || (strcmp(sname, ".plt") &&
+			       strcmp(sname, ".plt.sec") &&
+			       strcmp(sname, ".plt.got")))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		ent = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ?
+		      sh.sh_entsize : 16;
+		b = d->d_buf;
+		for (off = 0; off + ent <= d->d_size; off += ent) {
+			struct plabel_plt_rel key, *hit = NULL;
+			uint64_t k;
+
+			for (k = 0; k + 6 <= ent && !hit; k++) {
+				int32_t disp;
+
+				if (b[off + k] != 0xff || b[off + k + 1] != 0x25)
+					continue;
+				memcpy(&disp, b + off + k + 2, 4);
+				key.got = sh.sh_addr + off + k + 6 + (int64_t)disp;
+				hit = bsearch(&key, rels, nrels, sizeof(*rels),
+					      plabel_plt_rel_cmp);
+			}
+			if (!hit)
+				continue;
+			if (e->nplt == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct plabel_plt *np;
+
+				np = realloc(e->plt, ncap * sizeof(*np));
+				if (!np) {
+					ret = -ENOMEM;
+					break;
+				}
+				e->plt = np;
+				cap = ncap;
+			}
+			e->plt[e->nplt].start = sh.sh_addr + off;
+			e->plt[e->nplt].end = sh.sh_addr + off + ent;
+			/* an IFUNC's stub as binutils names it */
+			if ((hit->sym ?
+			     asprintf(&e->plt[e->nplt].name, "%s@plt",
+				      hit->sym) :
+			     asprintf(&e->plt[e->nplt].name,
+				      "*ABS*+0x%" PRIx64 "@plt",
+				      (uint64_t)hit->addend)) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			e->nplt++;
+		}
+	}
+	free(rels);
+	if (e->nplt > 1)
+		qsort(e->plt, e->nplt, sizeof(*e->plt), plabel_plt_cmp);
+	return ret;
+}
+
+const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
+{
+	size_t lo = 0, hi;
+
+	if (!e->plt_read && plabel_plt_read(e) == -ENOMEM)
+		return NULL;
+	hi = e->nplt;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (vaddr < e->plt[mid].start)
+			hi = mid;
+		else if (vaddr >= e->plt[mid].end)
+			lo = mid + 1;
+		else
+			return e->plt[mid].name;
+	}
 	return NULL;
 }

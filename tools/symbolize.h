@@ -86,6 +86,12 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			 struct plabel_sym_frame *frames, int max);
 
 /*
+ * The PLT stub at ELF vaddr, named "func@plt" after the function it jumps
+ * to (as perf names them), or NULL when vaddr is in none.
+ */
+const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr);
+
+/*
  * Kernel symbol of addr from /proc/kallsyms (read once; unreadable or
  * hidden addresses give none). NULL when unknown.
  */

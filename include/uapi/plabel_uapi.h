@@ -140,6 +140,9 @@ enum plabel_callchain {
 
 #define PLABEL_MAX_PIDS		1024
 
+/* The highest sample_hz a session may ask for (kernel.plabel.sample_hz too). */
+#define PLABEL_MAX_SAMPLE_HZ	20000
+
 /*
  * PLABEL_IOC_SESSION_START: start a profiling session on this open file;
  * read() and poll() then deliver records. Needs CAP_PERFMON or
@@ -186,6 +189,7 @@ enum plabel_rec_type {
 	PLABEL_REC_LOST = 5,		/* struct plabel_rec_lost */
 	PLABEL_REC_MMAP = 6,		/* struct plabel_rec_mmap */
 	PLABEL_REC_EXEC = 7,		/* struct plabel_rec_exec */
+	PLABEL_REC_COMM = 8,		/* struct plabel_rec_comm */
 };
 
 struct plabel_rec_header {
@@ -318,6 +322,18 @@ struct plabel_rec_mmap {
 
 /* Process pid (thread tid) exec'ed: earlier mappings of pid are gone. */
 struct plabel_rec_exec {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;
+	__u32 pid;
+	__u32 tid;
+	char comm[16];
+};
+
+/*
+ * Thread tid of process pid was renamed to comm (NUL-padded), by itself
+ * (prctl PR_SET_NAME, pthread_setname_np) or through /proc; also at exec.
+ */
+struct plabel_rec_comm {
 	struct plabel_rec_header hdr;
 	__u64 time_ns;
 	__u32 pid;

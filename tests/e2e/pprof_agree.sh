@@ -36,7 +36,7 @@ check_all() {
 	_key=$3
 	_val=$4
 	t_ok "$_what: -top" agree "$_f" -top
-	t_ok "$_what: -tags" agree "$_f" -tags --tags
+	t_ok "$_what: -tags" agree "$_f" -tags --all-tags
 	if [ -n "$_key" ]; then
 		t_ok "$_what: -tagfocus $_key=$_val -nodecount=4" agree "$_f" \
 			"-top -nodecount=4 -tagfocus=$_key=$_val" --top 4 \

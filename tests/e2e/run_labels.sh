@@ -21,6 +21,14 @@ echo "$top" | sed 's/^/# /'
 t_ok "parent's function labeled" sh -c 'echo "$1" | grep -q " parent_spin$"' - "$top"
 t_ok "forked child's function labeled" sh -c 'echo "$1" | grep -q " child_spin$"' - "$top"
 
+# nested: the inner labels are merged into the inherited ones
+out=$("$PLABEL" run -l a=1 -l b=0 -- "$PLABEL" run -l b=2 -- "$E2E_BIN/showlabels" | tr '\n' ' ')
+echo "# nested: $out"
+t_ok "nested plabel run merges: a=1 b=2" test "$out" = "a=1 b=2 "
+out=$("$PLABEL" run -l a=1 -- "$PLABEL" run --replace -l b=2 -- "$E2E_BIN/showlabels" | tr '\n' ' ')
+echo "# --replace: $out"
+t_ok "plabel run --replace: only b=2" test "$out" = "b=2 "
+
 t_ok "plabel run: exit status of the command" sh -c '"$1" run -l a=b -- sh -c "exit 3"; [ $? -eq 3 ]' - "$PLABEL"
 
 t_done

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <asm/prctl.h>
 
@@ -1440,6 +1441,87 @@ TEST(mappings_walked_for_dlopen_not_threads)
 	dlclose(lib);
 	pthread_attr_destroy(&attr);
 	pthread_barrier_destroy(&held_barrier);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* A thread that waits for its name, then leaves. */
+static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t comm_cond = PTHREAD_COND_INITIALIZER;
+static int comm_done;
+static pid_t comm_tid;
+
+static void *comm_thread(void *arg)
+{
+	pthread_mutex_lock(&comm_lock);
+	comm_tid = su_gettid();
+	pthread_cond_broadcast(&comm_cond);
+	while (!comm_done)
+		pthread_cond_wait(&comm_cond, &comm_lock);
+	pthread_mutex_unlock(&comm_lock);
+	return NULL;
+}
+
+/*
+ * A rename is a COMM record with the renamed task's ids and new name:
+ * by itself (prctl), and by another thread through /proc, where the
+ * writer is not the renamed task.
+ */
+TEST(comm_records)
+{
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	char path[64], old[16] = "";
+	int self = 0, other = 0, fd, pfd;
+	pid_t me = su_gettid();
+	pthread_t t;
+	size_t off;
+
+	NEED_ROOT();
+	ASSERT_EQ(0, prctl(PR_GET_NAME, old, 0, 0, 0));
+	ASSERT_EQ(0, pthread_create(&t, NULL, comm_thread, NULL));
+	pthread_mutex_lock(&comm_lock);
+	while (!comm_tid)
+		pthread_cond_wait(&comm_cond, &comm_lock);
+	pthread_mutex_unlock(&comm_lock);
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP,
+				   PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS,
+				   99, 0));
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "renamed-self", 0, 0, 0));
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", comm_tid);
+	pfd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(10, write(pfd, "renamed-by", 10));
+	close(pfd);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rd, &st);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_comm *c = (void *)h;
+
+		if (h->type != PLABEL_REC_COMM)
+			continue;
+		EXPECT_EQ((uint32_t)getpid(), c->pid);
+		if (c->tid == (uint32_t)me &&
+		    !strncmp(c->comm, "renamed-self", sizeof(c->comm)))
+			self++;
+		if (c->tid == (uint32_t)comm_tid &&
+		    !strncmp(c->comm, "renamed-by", sizeof(c->comm)))
+			other++;
+		EXPECT_EQ('\0', c->comm[15]);
+	}
+	EXPECT_EQ(1, self);
+	EXPECT_EQ(1, other);
+	pthread_mutex_lock(&comm_lock);
+	comm_done = 1;
+	pthread_cond_broadcast(&comm_cond);
+	pthread_mutex_unlock(&comm_lock);
+	pthread_join(t, NULL);
+	prctl(PR_SET_NAME, old, 0, 0, 0);
 	su_stream_free(&st);
 	close(fd);
 }

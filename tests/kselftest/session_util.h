@@ -330,6 +330,9 @@ static inline void su_check(struct su_stream *st)
 		case PLABEL_REC_EXEC:
 			need = sizeof(struct plabel_rec_exec);
 			break;
+		case PLABEL_REC_COMM:
+			need = sizeof(struct plabel_rec_comm);
+			break;
 		default:
 			st->bad++;
 			snprintf(st->why, sizeof(st->why), "unknown type %u",

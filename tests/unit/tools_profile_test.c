@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "kselftest/kselftest_harness.h"
 #include "proto/profile.pb-c.h"
@@ -781,8 +782,23 @@ TEST(small_profile_numbers)
 		     "         0     0% 99.64%     1104ms   100%  main\n"
 		     "         0     0% 99.64%      600ms 54.35%  work\n", out);
 	free(out);
+	/* --tags: the string labels, the numeric ones named at the end */
 	args[0] = "--tags";
 	args[1] = path;
+	out = run_report(&st, 2, args);
+	ASSERT_EQ(0, st);
+	EXPECT_STREQ(" endpoint: Total 1.1s\n"
+		     "           600.0ms (54.55%): /api/users\n"
+		     "           500.0ms (45.45%): /api/items\n"
+		     "\n"
+		     " tenant: Total 600.0ms\n"
+		     "         600.0ms (  100%): acme\n"
+		     "\n"
+		     "numeric labels not shown (--all-tags shows them): pid tid\n",
+		     out);
+	free(out);
+	/* --all-tags: every key, as go tool pprof -tags */
+	args[0] = "--all-tags";
 	out = run_report(&st, 2, args);
 	ASSERT_EQ(0, st);
 	EXPECT_STREQ(" endpoint: Total 1.1s\n"
@@ -803,6 +819,54 @@ TEST(small_profile_numbers)
 	plabel_prof_free(p);
 	free(path);
 	tmp_cleanup();
+}
+
+/* *buf (gzip, len bytes) replaced by what it holds. 0 or -1. */
+static int gunzip(uint8_t **buf, size_t *len)
+{
+	z_stream z = { 0 };
+	size_t cap = 1 << 20;
+	uint8_t *out = malloc(cap);
+	int ret;
+
+	if (!out || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		free(out);
+		return -1;
+	}
+	z.next_in = *buf;
+	z.avail_in = *len;
+	z.next_out = out;
+	z.avail_out = cap;
+	ret = inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	if (ret != Z_STREAM_END) {
+		free(out);
+		return -1;
+	}
+	free(*buf);
+	*buf = out;
+	*len = z.total_out;
+	return 0;
+}
+
+/* Label values and names that would forge lines or drive a terminal. */
+static struct plabel_prof *hostile_profile(void)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 10 * NS_PER_MS);
+	struct plabel_prof_line fn[] = { { "evil\x1b[2J", "a\\b.c", 3 } };
+	struct plabel_prof_label forge[] = {
+		{ "k", "x\n  key: Total 9.9s" },
+	};
+	struct plabel_prof_label clear[] = { { "k", "\x1b[2J" } };
+	uint64_t m, a;
+
+	if (!p)
+		return NULL;
+	m = plabel_prof_mapping(p, 0x400000, 0x500000, 0, "/bin/de\x7fmo", NULL);
+	a = plabel_prof_location(p, m, 0x401000, fn, 1);
+	plabel_prof_sample(p, &a, 1, forge, 1, -1, -1, 1, 600 * NS_PER_MS);
+	plabel_prof_sample(p, &a, 1, clear, 1, -1, -1, 1, 400 * NS_PER_MS);
+	return p;
 }
 
 /* Runs of go tool pprof take a while on a busy machine: longer timeouts. */
@@ -835,7 +899,7 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 		ASSERT_EQ(0, plabel_prof_write(p, path));
 		ASSERT_NE(-1, agree(_metadata, path, "-top", 0, a))
 			TH_LOG("go tool pprof failed to run");
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--tagfocus=endpoint=/api/users";
 		bad += agree(_metadata, path, "-top -tagfocus=endpoint=/api/users",
@@ -862,6 +926,18 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 		plabel_prof_free(p);
 		free(path);
 	}
+	{
+		/* escaped in the file: go tool pprof shows what report does */
+		struct plabel_prof *p = hostile_profile();
+		char *path = tmp_path("go-hostile.pb.gz");
+
+		ASSERT_EQ(0, plabel_prof_write(p, path));
+		bad += agree(_metadata, path, "-top", 0, a);
+		a[0] = "--all-tags";
+		bad += agree(_metadata, path, "-tags", 1, a);
+		plabel_prof_free(p);
+		free(path);
+	}
 	for (seed = 1; seed <= 6; seed++) {
 		struct plabel_prof *p = random_profile(seed, seed == 6 ?
 						       PLABEL_PROF_THREADCREATE :
@@ -880,12 +956,12 @@ TEST_F_TIMEOUT(pprof, agrees_with_go_tool_pprof, 240)
 		bad += agree(_metadata, path, "-top", 0, a);
 		a[0] = "--top=5";
 		bad += agree(_metadata, path, "-top -nodecount=5", 1, a);
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--tagfocus=tenant=acme";
 		bad += agree(_metadata, path, "-top -tagfocus=tenant=acme", 1, a);
 		a[0] = "--tagfocus=pid=1001";
-		a[1] = "--tags";
+		a[1] = "--all-tags";
 		bad += agree(_metadata, path, "-tags -tagfocus=pid=1001", 2, a);
 		plabel_prof_free(p);
 		free(path);
@@ -963,7 +1039,7 @@ TEST_F_TIMEOUT(pprof, agrees_on_go_written_profiles, 240)
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		path = tmp_path(files[i]);
 		bad += agree(_metadata, path, "-top", 0, a);
-		a[0] = "--tags";
+		a[0] = "--all-tags";
 		bad += agree(_metadata, path, "-tags", 1, a);
 		a[0] = "--top=3";
 		bad += agree(_metadata, path, "-top -nodecount=3", 1, a);
@@ -1016,8 +1092,209 @@ TEST(report_errors)
 	out = run_report(&st, 2, a);
 	EXPECT_EQ(2, st);
 	free(out);
+	{
+		/* a bad --sample-index names the valid ones */
+		struct plabel_prof *p = small_profile();
+		char *good = tmp_path("index.pb.gz");
+		char *errpath = tmp_path("index.err");
+		char msg[512] = "";
+		int saved, efd;
+		ssize_t n;
+
+		ASSERT_EQ(0, plabel_prof_write(p, good));
+		efd = open(errpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		ASSERT_LE(0, efd);
+		saved = dup(STDERR_FILENO);
+		dup2(efd, STDERR_FILENO);
+		a[0] = "--sample-index=bogus";
+		a[1] = good;
+		out = run_report(&st, 2, a);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		n = pread(efd, msg, sizeof(msg) - 1, 0);
+		close(efd);
+		EXPECT_EQ(2, st);
+		ASSERT_LT(0, n);
+		msg[n] = '\0';
+		EXPECT_NE(NULL, strstr(msg, "no sample type 'bogus'; it has: samples (0), cpu (1)\n"))
+			TH_LOG("%s", msg);
+		free(out);
+		free(errpath);
+		free(good);
+		plabel_prof_free(p);
+	}
 	free(path);
 	tmp_cleanup();
+}
+
+/* No byte below 0x20 but the line ends, and no 0x7f. */
+static bool terminal_safe(const char *s)
+{
+	for (; *s; s++)
+		if (((unsigned char)*s < 0x20 && *s != '\n') || *s == 0x7f)
+			return false;
+	return true;
+}
+
+TEST(hostile_strings_written_escaped)
+{
+	struct plabel_prof *p = hostile_profile();
+	Perftools__Profiles__Profile *pb;
+	bool forged = false, cleared = false, func = false, map = false;
+	uint8_t *buf;
+	size_t len, i;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, plabel_prof_encode(p, &buf, &len));
+	ASSERT_EQ(0, gunzip(&buf, &len));
+	pb = perftools__profiles__profile__unpack(NULL, len, buf);
+	ASSERT_NE(NULL, pb);
+	for (i = 0; i < pb->n_string_table; i++) {
+		const char *s = pb->string_table[i];
+
+		EXPECT_TRUE(terminal_safe(s) && !strchr(s, '\n'));
+		forged |= !strcmp("x\\x0a  key: Total 9.9s", s);
+		cleared |= !strcmp("\\x1b[2J", s);
+		func |= !strcmp("evil\\x1b[2J", s);
+		map |= !strcmp("/bin/de\\x7fmo", s);
+		/* a backslash is doubled, so escapes are unambiguous */
+		EXPECT_NE(0, strcmp("a\\b.c", s));
+	}
+	EXPECT_TRUE(forged);
+	EXPECT_TRUE(cleared);
+	EXPECT_TRUE(func);
+	EXPECT_TRUE(map);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(buf);
+	plabel_prof_free(p);
+}
+
+TEST(hostile_strings_print_escaped)
+{
+	struct plabel_prof *p = hostile_profile();
+	char *path = tmp_path("hostile.pb.gz");
+	const char *args[2];
+	char *out;
+	int st;
+
+	ASSERT_EQ(0, plabel_prof_write(p, path));
+	args[0] = "--tags";
+	args[1] = path;
+	out = run_report(&st, 2, args);
+	ASSERT_EQ(0, st);
+	EXPECT_STREQ(" k: Total 1.0s\n"
+		     "    600.0ms (60.00%): x\\x0a  key: Total 9.9s\n"
+		     "    400.0ms (40.00%): \\x1b[2J\n"
+		     "\n", out);
+	free(out);
+	args[0] = path;
+	out = run_report(&st, 1, args);
+	ASSERT_EQ(0, st);
+	EXPECT_TRUE(terminal_safe(out));
+	EXPECT_NE(NULL, strstr(out, "File: de\\x7fmo\n"));
+	EXPECT_NE(NULL, strstr(out, "  evil\\x1b[2J\n"));
+	free(out);
+	plabel_prof_free(p);
+	free(path);
+	tmp_cleanup();
+}
+
+/* A file written elsewhere, with the raw bytes in its string table. */
+TEST(foreign_hostile_strings_print_escaped)
+{
+	char *strs[] = { "", "cpu", "nanoseconds", "f\x1b[2J", "k",
+			 "x\n  key: Total 9.9s", "a\\b" };
+	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	Perftools__Profiles__ValueType *vtp[] = { &vt };
+	Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
+	Perftools__Profiles__Function *fnp[] = { &fn };
+	Perftools__Profiles__Line ln = PERFTOOLS__PROFILES__LINE__INIT;
+	Perftools__Profiles__Line *lnp[] = { &ln };
+	Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT;
+	Perftools__Profiles__Location *locp[] = { &loc };
+	Perftools__Profiles__Label lab = PERFTOOLS__PROFILES__LABEL__INIT;
+	Perftools__Profiles__Label lab2 = PERFTOOLS__PROFILES__LABEL__INIT;
+	Perftools__Profiles__Label *labp[] = { &lab, &lab2 };
+	Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT;
+	Perftools__Profiles__Sample *sp[] = { &s };
+	Perftools__Profiles__Profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
+	char *path = tmp_path("foreign.pb");
+	uint64_t locids[] = { 1 };
+	int64_t vals[] = { 1000000000 };
+	const char *args[2];
+	uint8_t *buf;
+	size_t len;
+	char *out;
+	int st, fd;
+
+	vt.type = 1;
+	vt.unit = 2;
+	fn.id = 1;
+	fn.name = 3;
+	ln.function_id = 1;
+	loc.id = 1;
+	loc.n_line = 1;
+	loc.line = lnp;
+	lab.key = 4;
+	lab.str = 5;
+	lab2.key = 6;
+	lab2.str = 6;
+	s.n_location_id = 1;
+	s.location_id = locids;
+	s.n_value = 1;
+	s.value = vals;
+	s.n_label = 2;
+	s.label = labp;
+	pb.n_string_table = 7;
+	pb.string_table = strs;
+	pb.n_sample_type = 1;
+	pb.sample_type = vtp;
+	pb.n_function = 1;
+	pb.function = fnp;
+	pb.n_location = 1;
+	pb.location = locp;
+	pb.n_sample = 1;
+	pb.sample = sp;
+	len = perftools__profiles__profile__get_packed_size(&pb);
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	perftools__profiles__profile__pack(&pb, buf);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(len, write(fd, buf, len));
+	close(fd);
+	free(buf);
+	args[0] = "--tags";
+	args[1] = path;
+	out = run_report(&st, 2, args);
+	ASSERT_EQ(0, st);
+	/* strings without control bytes are shown as the file has them */
+	EXPECT_STREQ(" a\\b: Total 1.0s\n"
+		     "      1.0s (  100%): a\\b\n"
+		     "\n"
+		     " k: Total 1.0s\n"
+		     "    1.0s (  100%): x\\x0a  key: Total 9.9s\n"
+		     "\n", out);
+	free(out);
+	args[0] = path;
+	out = run_report(&st, 1, args);
+	ASSERT_EQ(0, st);
+	EXPECT_TRUE(terminal_safe(out));
+	EXPECT_NE(NULL, strstr(out, "  f\\x1b[2J\n"));
+	free(out);
+	free(path);
+	tmp_cleanup();
+}
+
+TEST(escape_function)
+{
+	char out[8];
+
+	EXPECT_EQ(15, plabel_prof_escape(NULL, 0, "a\\\n\x7f\x01"));
+	EXPECT_EQ(15, plabel_prof_escape(out, sizeof(out), "a\\\n\x7f\x01"));
+	EXPECT_STREQ("a\\\\\\x0a", out);
+	EXPECT_EQ(0, plabel_prof_escape(out, sizeof(out), ""));
+	EXPECT_STREQ("", out);
 }
 
 TEST_HARNESS_MAIN

@@ -1261,4 +1261,99 @@ TEST(merge_late_exec_is_visible)
 	plabel_syms_free(syms);
 }
 
+static void sb_comm(struct sbuf *b, uint32_t pid, uint32_t tid,
+		    uint64_t time_ns, const char *comm)
+{
+	struct plabel_rec_comm *c = sb_rec(b, PLABEL_REC_COMM, sizeof(*c));
+
+	c->pid = pid;
+	c->tid = tid;
+	c->time_ns = time_ns;
+	strncpy(c->comm, comm, sizeof(c->comm) - 1);
+}
+
+/* Value of string label key in sample si, or "" when it has none. */
+static const char *label_of(const struct plabel_prof_sample_info *si,
+			    const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < si->nlabels; i++)
+		if (!strcmp(si->labels[i].key, key))
+			return si->labels[i].value;
+	return "";
+}
+
+/*
+ * process and thread labels from EXEC and COMM records: the exec names
+ * the process and its thread, a rename the thread from its time on, a
+ * program's own "thread" label wins; off without the flag. The pid does
+ * not exist, so /proc has nothing to add.
+ */
+TEST(name_labels_from_exec_and_comm)
+{
+	static const char *const kv_t[] = { "thread", "mine" };
+	static struct sbuf b;
+	const uint32_t pid = 999990, tid = pid + 1;
+	struct plabel_prof *cpu, *tc;
+	struct plabel_rec_sample *smp;
+	struct plabel_prof_sample_info si;
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_rec_exec *ex;
+	struct plabel_collect *c;
+	uint64_t ips[1] = { 0x1000 };
+	int seen = 0, flags, dec;
+	size_t i;
+
+	b.len = 0;
+	ex = sb_exec(&b, pid, 5);
+	memcpy(ex->comm, "app", 4);
+	ex->tid = tid;
+	sb_comm(&b, pid, tid, 20, "worker-a");
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+	smp->time_ns = 10;
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 0, pid, ips, 0, 1);
+	smp->time_ns = 30;
+	sb_labelset(&b, 5, kv_t, 1);
+	smp = sb_sample(&b, PLABEL_REC_SAMPLE, 5, pid, ips, 0, 1);
+	smp->time_ns = 40;
+	ASSERT_EQ(0, decode_all(b.data, b.len, &dec));
+	EXPECT_EQ(6, dec);
+	for (flags = PLABEL_COLLECT_NAME_LABELS; flags >= 0;
+	     flags -= PLABEL_COLLECT_NAME_LABELS) {
+		c = plabel_collect_new(syms, flags);
+		ASSERT_NE(NULL, c);
+		ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+		ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+		/* without names, the two unlabeled samples are one */
+		ASSERT_EQ(flags ? 3 : 2, plabel_prof_num_samples(cpu));
+		for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
+			const char *t;
+
+			plabel_prof_get_sample(cpu, i, &si);
+			t = label_of(&si, "thread");
+			EXPECT_STREQ(flags ? "app" : "",
+				     label_of(&si, "process"));
+			if (!strcmp("mine", t))
+				seen |= 4;	/* the program's own wins */
+			else if (!strcmp("app", t))
+				seen |= 1;	/* at 10: named by the exec */
+			else if (!strcmp("worker-a", t))
+				seen |= 2;	/* at 30: renamed at 20 */
+			else
+				EXPECT_STREQ("", t);
+		}
+		EXPECT_EQ(flags ? 7 : 4, seen);
+		seen = 0;
+		plabel_prof_free(cpu);
+		plabel_prof_free(tc);
+		plabel_collect_free(c);
+	}
+	/* a COMM record of the wrong size is malformed */
+	b.len = 0;
+	sb_rec(&b, PLABEL_REC_COMM, sizeof(struct plabel_rec_comm) - 8);
+	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &dec));
+	plabel_syms_free(syms);
+}
+
 TEST_HARNESS_MAIN

@@ -1,0 +1,134 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# plabel record as a perf user expects it: -a and -p with a command,
+# --duration, the command's exit status, the output directory checked
+# before recording (and a previous one kept as DIR.old), one line when
+# sampling is live, the rate limit named, --version.
+
+E2E_NAME=record_cli
+. tests/e2e/lib/common.sh
+
+# tag_values FILE KEY: the values go tool pprof -tags lists for KEY
+tag_values() {
+	e2e_pprof -tags "$1" | awk -v key="$2" '
+		$1 == key ":" && $2 == "Total" { k = 1; next }
+		$2 == "Total" { k = 0 }
+		k && NF { print $NF }' | sort -u
+}
+
+# elapsed T0 T1: seconds between two /proc/uptime readings
+elapsed() {
+	awk -v a="$1" -v b="$2" 'BEGIN { print b - a }'
+}
+
+# duration FILE: the recording's length in seconds, from the profile
+duration() {
+	"$PLABEL" report "$1" | awk '/^Duration: / {
+		v = $2; sub(/,$/, "", v)
+		if (v ~ /ms$/) { sub(/ms$/, "", v); v /= 1000 } else sub(/s$/, "", v)
+		print v + 0 }'
+}
+
+# status CMD..: the exit status of CMD (stdout and stderr discarded)
+status() {
+	"$@" >/dev/null 2>&1
+	echo $?
+}
+
+t_ok "--version" sh -c '"$1" --version | grep -q "^plabel [0-9]"' - "$PLABEL"
+t_ok "record --version" sh -c '"$1" record --version | grep -q "^plabel [0-9]"' - "$PLABEL"
+t_ok "-F above the limit: exit 2, the limit named" sh -c \
+	'm=$("$1" record -F 20001 -a 2>&1); [ $? -eq 2 ] && echo "$m" | grep -q "1\.\.20000 Hz"' - "$PLABEL"
+t_ok "-a and -p together: exit 2" test "$(status "$PLABEL" record -a -p 1 -- true)" -eq 2
+t_ok "bad --duration: exit 2" test "$(status "$PLABEL" record --duration x -a)" -eq 2
+
+e2e_need_module
+
+D=$E2E_OUT
+# the command's status, 126/127 when it cannot run, 128+N for a signal
+t_ok "-- true: exit 0" test "$(status "$PLABEL" record -o "$D/st" -- true)" -eq 0
+t_ok "-- false: exit 1" test "$(status "$PLABEL" record -o "$D/st" -- false)" -eq 1
+t_ok "-- sh -c 'exit 3': exit 3" test "$(status "$PLABEL" record -o "$D/st" -- sh -c 'exit 3')" -eq 3
+t_ok "-- /nonexistent: exit 127" test "$(status "$PLABEL" record -o "$D/st" -- /nonexistent)" -eq 127
+t_ok "-- a directory: exit 126" test "$(status "$PLABEL" record -o "$D/st" -- /)" -eq 126
+t_ok "-- killed by SIGKILL: exit 137" test "$(status "$PLABEL" record -o "$D/st" -- sh -c 'kill -9 $$')" -eq 137
+t_ok "profile written when the command fails" test -s "$D/st/cpu.pb.gz"
+t_ok "record -- make && ..: chains like the command" sh -c \
+	'"$1" record -o "$2" -- false 2>/dev/null && exit 1; "$1" record -o "$2" -- true 2>/dev/null && echo ok | grep -q ok' \
+	- "$PLABEL" "$D/st"
+
+# the output directory is checked before the command runs
+rm -f "$D/ran"
+t_ok "-o a file: exit 1 before recording" sh -c \
+	'm=$("$1" record -o /etc/passwd -- touch "$2" 2>&1); rc=$?; echo "# $m";
+	 [ $rc -eq 1 ] && [ ! -e "$2" ] && echo "$m" | grep -q "not a directory"' \
+	- "$PLABEL" "$D/ran"
+rm -rf "$D/keep" "$D/keep.old"
+e2e_record "$D/keep" -- "$E2E_BIN/spin" 100
+first=$(cksum <"$D/keep/cpu.pb.gz")
+e2e_record "$D/keep" -- true
+t_ok "second recording keeps the first as DIR.old" sh -c \
+	'[ "$(cksum <"$1.old/cpu.pb.gz")" = "$2" ] && grep -q "kept the previous $1 as $1.old" "$1.log"' \
+	- "$D/keep" "$first"
+e2e_record "$D/keep" -- true
+t_ok "third recording replaces DIR.old" test -s "$D/keep.old/cpu.pb.gz"
+
+# -g dwarf with an unusable TMPDIR says it falls back
+env TMPDIR=/nonexistent "$PLABEL" record -o "$D/tmpdir" -g dwarf -- "$E2E_BIN/spin" 100 >"$D/tmpdir.log" 2>&1
+rc=$?
+sed 's/^/# /' "$D/tmpdir.log"
+t_ok "-g dwarf, TMPDIR unusable: exit 0" test "$rc" -eq 0
+t_ok "-g dwarf, TMPDIR unusable: says it falls back" grep -q "cannot create a file in /nonexistent.*falling back" "$D/tmpdir.log"
+
+# one line when sampling is live, also when stderr is not a terminal
+e2e_record "$D/live" -- true
+t_ok "one 'recording started' line" test "$(grep -c '^plabel: recording started' "$D/live.log")" -eq 1
+
+# -a with a command: the whole system while it runs
+"$E2E_BIN/spin" 60000 >/dev/null 2>&1 &
+spin=$!
+sleep 0.3
+t0=$(cut -d' ' -f1 /proc/uptime)
+e2e_record "$D/all" -a -- sleep 1.5
+rc=$?
+t1=$(cut -d' ' -f1 /proc/uptime)
+t_ok "-a -- sleep: exit 0" test "$rc" -eq 0
+# (building a whole-system profile takes a while on a loaded host)
+t_ok "-a -- sleep: ended (wall time)" e2e_between "$(elapsed "$t0" "$t1")" 1.4 60
+t_ok "-a -- sleep 1.5: recorded as long as the command ran" e2e_between "$(duration "$D/all/cpu.pb.gz")" 1.4 4
+t_ok "-a -- sleep: samples of another process" sh -c \
+	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin\|child_spin"' - "$D/all/cpu.pb.gz"
+
+"$PLABEL" report --tags "$D/all/cpu.pb.gz" >"$D/all.tags" 2>&1
+sed 's/^/# /' "$D/all.tags" | head -20
+t_ok "report --tags of -a: string labels first, no tid table" sh -c \
+	'head -1 "$1" | grep -q "^ *process: Total" && ! grep -q "^ *tid: Total" "$1" &&
+	 tail -1 "$1" | grep -q "^numeric labels not shown (--all-tags shows them): pid tid$"' - "$D/all.tags"
+
+# -p with a command: those processes while it runs
+e2e_record "$D/pids" -p "$spin" -- sleep 1
+rc=$?
+t_ok "-p PID -- sleep: exit 0" test "$rc" -eq 0
+t_ok "-p PID -- sleep: the process sampled" sh -c \
+	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin"' - "$D/pids/cpu.pb.gz"
+pids=$(tag_values "$D/pids/cpu.pb.gz" pid | tr '\n' ' ')
+echo "# pids sampled: $pids"
+t_ok "-p PID -- sleep: nothing else" test "$pids" = "$spin "
+
+# --duration: alone with -a, and ending a command
+t0=$(cut -d' ' -f1 /proc/uptime)
+e2e_record "$D/dur" -a --duration 1
+rc=$?
+t1=$(cut -d' ' -f1 /proc/uptime)
+t_ok "-a --duration 1: exit 0" test "$rc" -eq 0
+t_ok "-a --duration 1: ended (wall time)" e2e_between "$(elapsed "$t0" "$t1")" 0.9 60
+t_ok "-a --duration 1: recorded about a second" e2e_between "$(duration "$D/dur/cpu.pb.gz")" 0.9 2
+t_ok "-a --duration 1: profile written" test -s "$D/dur/cpu.pb.gz"
+e2e_record "$D/durcmd" --duration 1 -- sleep 30
+rc=$?
+t_ok "--duration 1 -- sleep 30: CMD ended by SIGTERM (exit 143)" test "$rc" -eq 143
+kill $(cat /proc/"$spin"/task/*/children 2>/dev/null) "$spin" 2>/dev/null
+wait "$spin" 2>/dev/null
+
+t_done
