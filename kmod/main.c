@@ -25,8 +25,8 @@
 unsigned int plabel_max_labels = 16;
 unsigned int plabel_max_key_len = 64;
 unsigned int plabel_max_value_len = 256;
-unsigned int plabel_max_sets_per_user = 4096;
-unsigned int plabel_max_bytes_per_user = 1U << 20;
+unsigned int plabel_max_sets_per_user = 65536;
+unsigned int plabel_max_bytes_per_user = 16U << 20;
 unsigned int plabel_sample_hz = 99;
 unsigned int plabel_max_stack = 127;
 unsigned int plabel_stack_size = 8192;

@@ -40,7 +40,7 @@ struct plabel_label {
 /*
  * PLABEL_IOC_SET_NEW: intern a label set and return its id.
  *
- * The same labels (in any order) from the same user return the same id.
+ * The same labels (in any order) from the same process return the same id.
  * The open file takes one reference to the set (once per file, however often
  * it interns the same set); PLABEL_IOC_SET_PUT or close() drops it. Ids are
  * never 0 and never reused, so a stale id names no set. count == 0 returns
@@ -74,7 +74,8 @@ struct plabel_set_put_args {
  * PLABEL_IOC_LABELS_SET: set the calling thread's kernel-stored labels.
  * id 0 clears them. The thread's entry holds a reference to the set, so the
  * labels live as long as the thread (and are inherited by what it creates).
- * Errors: -ENOENT when id names no live set of the caller's user.
+ * Errors: -ENOENT when id names no live set the caller may use (as ptrace
+ * read access to the process that interned it; see Documentation/uapi.rst).
  */
 struct plabel_labels_set_args {
 	__u32 size;
@@ -86,8 +87,10 @@ struct plabel_labels_set_args {
  * PLABEL_IOC_LABELS_GET: read the calling thread's current labels back.
  *
  * Current means what a sample taken now would carry: the id in the thread's
- * registered slot when that names a live set of the thread's user, else the
- * kernel-stored set. The kernel writes struct plabel_label[count], sorted by
+ * registered slot when that names a live set interned with the thread's
+ * effective uid, else the kernel-stored set. -EACCES when the thread may
+ * not read those labels (inherited from a process it could not ptrace).
+ * The kernel writes struct plabel_label[count], sorted by
  * key, at buf, followed by the key and value bytes (each NUL-terminated, not
  * counted in *_len) that the label pointers point to. buf_len is set to the
  * bytes needed. When buf_len is too small (buf may be 0), nothing is written
@@ -106,7 +109,8 @@ struct plabel_labels_get_args {
  * PLABEL_IOC_SLOT_SET: register (addr != 0) or unregister (addr == 0) the
  * calling thread's fast-switch slot: an 8-byte aligned __u64 in the thread's
  * own memory holding a set id or 0. While registered, a nonzero slot value
- * naming a live set of the thread's user is the thread's labels; 0 or an id
+ * naming a live set interned with the thread's effective uid is the
+ * thread's labels; 0 or an id
  * naming nothing falls back to the kernel-stored set. The kernel only reads
  * the slot, with non-faulting reads where it must not sleep. Registration
  * is per thread, copied to a child made by fork() (same address, copied
