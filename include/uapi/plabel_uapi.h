@@ -8,8 +8,9 @@
  *
  * Conventions: every ioctl argument starts with a __u32 size (the caller's
  * sizeof, handled with copy_struct_from_user(), so structs grow at the end)
- * and a __u32 flags; unknown flags or nonzero padding give -EINVAL, unknown
- * commands -ENOTTY, bad pointers -EFAULT. Pointers travel as __u64.
+ * and a __u32 flags; unknown flags or nonzero padding give -EINVAL, a size
+ * over a page -E2BIG, unknown commands -ENOTTY, bad pointers -EFAULT.
+ * Pointers travel as __u64.
  * Documentation/uapi.rst describes each call and its errors.
  */
 #ifndef _UAPI_PLABEL_H
@@ -46,10 +47,8 @@ struct plabel_label {
  * never 0 and never reused, so a stale id names no set. count == 0 returns
  * id 0 (no labels) and takes nothing.
  *
- * Errors: -EINVAL (flags, pad, empty or NUL-containing key, repeated key,
- * NUL in a value), -E2BIG (more labels, or a longer key or value, than the
- * sysctl limits allow), -EDQUOT (the user's set count or byte quota is
- * used up), -ENOMEM, -EFAULT.
+ * Keys and values hold no control bytes (below 0x20, or 0x7f). The errors
+ * of every call are listed in Documentation/uapi.rst.
  */
 struct plabel_set_new_args {
 	__u32 size;
@@ -62,7 +61,7 @@ struct plabel_set_new_args {
 
 /*
  * PLABEL_IOC_SET_PUT: drop this file's reference to set id.
- * Errors: -ENOENT when this file holds no reference to id.
+ * Fails with -ENOENT when this file holds no reference to id.
  */
 struct plabel_set_put_args {
 	__u32 size;
@@ -74,8 +73,9 @@ struct plabel_set_put_args {
  * PLABEL_IOC_LABELS_SET: set the calling thread's kernel-stored labels.
  * id 0 clears them. The thread's entry holds a reference to the set, so the
  * labels live as long as the thread (and are inherited by what it creates).
- * Errors: -ENOENT when id names no live set the caller may use (as ptrace
- * read access to the process that interned it; see Documentation/uapi.rst).
+ * An id names a set for the caller when it may read the process that
+ * interned it, as ptrace's read access (see Documentation/uapi.rst, which
+ * lists every call's errors).
  */
 struct plabel_labels_set_args {
 	__u32 size;
@@ -115,7 +115,7 @@ struct plabel_labels_get_args {
  * the slot, with non-faulting reads where it must not sleep. Registration
  * is per thread, copied to a child made by fork() (same address, copied
  * memory), not to new threads, and dropped by exec.
- * Errors: -EINVAL (misaligned), -EFAULT (not readable now).
+ * The address must be 8-byte aligned and readable at registration.
  */
 struct plabel_slot_args {
 	__u32 size;
