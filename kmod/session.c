@@ -834,21 +834,41 @@ static bool plabel_session_stopped(struct plabel_session *s)
 	return smp_load_acquire(&s->state) == PLABEL_SESSION_STOPPED;
 }
 
+/*
+ * A LOST record of @kind for what @count grew by since *@seen, at buf +
+ * *@done: 0 when written or when nothing is new, -ENOSPC without room in
+ * len, -EFAULT.
+ */
+static int plabel_copy_lost(char __user *buf, size_t len, size_t *done,
+			    u32 cpu, u32 kind, u64 count, u64 *seen)
+{
+	struct plabel_rec_lost rec = {
+		.hdr.type = PLABEL_REC_LOST,
+		.hdr.size = sizeof(rec),
+		.cpu = cpu,
+		.kind = kind,
+		.lost = count - *seen,
+	};
+
+	if (count == *seen)
+		return 0;
+	if (len - *done < sizeof(rec))
+		return -ENOSPC;
+	if (copy_to_user(buf + *done, &rec, sizeof(rec)))
+		return -EFAULT;
+	*seen = count;
+	*done += sizeof(rec);
+	return 0;
+}
+
 /* Copy whole records; under read_lock. */
 static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 				   size_t len)
 {
-	struct {
-		atomic64_t *count;
-		u64 *seen;
-		u32 kind;
-	} kinds[] = {
-		{ &s->lost_maps, &s->lost_maps_seen, PLABEL_LOST_MAPPINGS },
-		{ &s->lost_procs, &s->lost_procs_seen, PLABEL_LOST_PROCESSES },
-	};
 	unsigned int n, cpu = s->next_cpu;
 	size_t done = 0;
 	ssize_t ret;
+	int err;
 
 	if (!s->stream_sent) {
 		if (len < sizeof(s->stream))
@@ -858,64 +878,31 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 		s->stream_sent = true;
 		done = sizeof(s->stream);
 	}
-	for (n = 0; n < ARRAY_SIZE(kinds); n++) {
-		u64 v = atomic64_read(kinds[n].count);
-		struct plabel_rec_lost rec = {
-			.hdr.type = PLABEL_REC_LOST,
-			.hdr.size = sizeof(rec),
-			.kind = kinds[n].kind,
-			.lost = v - *kinds[n].seen,
-		};
-
-		if (v == *kinds[n].seen)
-			continue;
-		if (len - done < sizeof(rec))
-			return done ? done : -ENOSPC;
-		if (copy_to_user(buf + done, &rec, sizeof(rec)))
-			return done ? done : -EFAULT;
-		*kinds[n].seen = v;
-		done += sizeof(rec);
-	}
+	err = plabel_copy_lost(buf, len, &done, 0, PLABEL_LOST_MAPPINGS,
+			       atomic64_read(&s->lost_maps),
+			       &s->lost_maps_seen) ?:
+	      plabel_copy_lost(buf, len, &done, 0, PLABEL_LOST_PROCESSES,
+			       atomic64_read(&s->lost_procs),
+			       &s->lost_procs_seen);
+	if (err)
+		return done ? done : err;
 	for (n = 0; n < nr_cpu_ids; n++, cpu = (cpu + 1) % nr_cpu_ids) {
 		struct plabel_ring *r;
-		u64 lost;
 
 		if (!cpu_possible(cpu))
 			continue;
 		r = &s->cpu[cpu]->ring;
-		lost = READ_ONCE(r->lost);
-		if (lost != r->lost_seen) {
-			struct plabel_rec_lost rec = {
-				.hdr.type = PLABEL_REC_LOST,
-				.hdr.size = sizeof(rec),
-				.cpu = cpu,
-				.lost = lost - r->lost_seen,
-			};
-
-			if (len - done < sizeof(rec))
-				break;
-			if (copy_to_user(buf + done, &rec, sizeof(rec)))
-				return done ? done : -EFAULT;
-			r->lost_seen = lost;
-			done += sizeof(rec);
-		}
-		lost = READ_ONCE(r->lost_periods);
-		if (lost != r->lost_periods_seen) {
-			struct plabel_rec_lost rec = {
-				.hdr.type = PLABEL_REC_LOST,
-				.hdr.size = sizeof(rec),
-				.cpu = cpu,
-				.kind = PLABEL_LOST_PERIODS,
-				.lost = lost - r->lost_periods_seen,
-			};
-
-			if (len - done < sizeof(rec))
-				break;
-			if (copy_to_user(buf + done, &rec, sizeof(rec)))
-				return done ? done : -EFAULT;
-			r->lost_periods_seen = lost;
-			done += sizeof(rec);
-		}
+		err = plabel_copy_lost(buf, len, &done, cpu,
+				       PLABEL_LOST_RECORDS,
+				       READ_ONCE(r->lost), &r->lost_seen) ?:
+		      plabel_copy_lost(buf, len, &done, cpu,
+				       PLABEL_LOST_PERIODS,
+				       READ_ONCE(r->lost_periods),
+				       &r->lost_periods_seen);
+		if (err == -ENOSPC)
+			break;
+		if (err)
+			return done ? done : err;
 		ret = plabel_ring_copy_out(r, buf + done, len - done);
 		if (ret == -ENOSPC && done)
 			break;
