@@ -1,13 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Differences between the kernel versions plabel builds for (Debian's 6.1
- * and 6.12). Every version test of the module lives here.
+ * Differences between the kernel versions plabel builds for: Debian's 5.10
+ * (bullseye), 6.1 (bookworm), 6.12 (bookworm-backports) and the newest of
+ * unstable (7.2). Every version test of the module lives here; the .c
+ * files call the plabel_ helpers below instead of the kernel's own where
+ * the kernel's changed.
+ *
+ * The oldest API the module needs is 5.10's (copy_from_user_nofault came in
+ * 5.8, register_sysctl() with a plain table in 5.x, the tracing ring buffer
+ * and for_each_kernel_tracepoint long before).
  */
 #ifndef PLABEL_COMPAT_H
 #define PLABEL_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/binfmts.h>
+#include <linux/build_bug.h>
+#include <linux/hrtimer.h>
+#include <linux/mm.h>
 #include <linux/sysctl.h>
+#include <linux/uaccess.h>
+#include <trace/events/sched.h>
+#include <trace/events/task.h>
 
 /*
  * Sysctl handlers take a const table from 6.11 on. Since 6.11 the table
@@ -21,5 +35,72 @@
 #define PLABEL_CTL_TABLE_CONST
 #define PLABEL_SYSCTL_SENTINEL	{ }
 #endif
+
+/*
+ * Walking a process's mappings: the maple tree and its VMA iterator came
+ * in 6.1; before, the mappings are a list from mm->mmap. Both under the
+ * mmap lock.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define PLABEL_VMA_ITERATOR(name, mm)	VMA_ITERATOR(name, mm, 0)
+#define plabel_for_each_vma(it, vma)	for_each_vma(it, vma)
+#else
+struct plabel_vma_iter {
+	struct mm_struct *mm;
+};
+
+#define PLABEL_VMA_ITERATOR(name, mm_)	\
+	struct plabel_vma_iter name = { .mm = (mm_) }
+#define plabel_for_each_vma(it, vma)	\
+	for ((vma) = (it).mm->mmap; (vma); (vma) = (vma)->vm_next)
+#endif
+
+/*
+ * A user address range check that is safe in interrupt context: x86's
+ * access_ok() warns there before 5.18 (WARN_ON_IN_IRQ), and __access_ok(),
+ * the check without the warning, came with 5.18's generic access_ok().
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+#define plabel_access_ok(addr, size)	__access_ok(addr, size)
+#else
+#define plabel_access_ok(addr, size)	\
+	likely(!__range_not_ok(addr, size, TASK_SIZE_MAX))
+#endif
+
+/*
+ * When an hrtimer expires, in ns of its clock. hrtimer_get_expires_ns() is
+ * gone in 7.x; hrtimer_get_expires() is there on every version.
+ */
+static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
+{
+	return ktime_to_ns(hrtimer_get_expires(timer));
+}
+
+/*
+ * Tracepoint probes. The probes are registered through a void pointer
+ * (tracepoint_probe_register() on a tracepoint found by name), so nothing
+ * checks their prototypes but this: PLABEL_PROBE() fails the build when a
+ * probe does not have its tracepoint's type, through the
+ * check_trace_callback_type_<name>() the kernel's tracepoint headers
+ * define. A mismatch would pass wrong arguments at run time, and on a
+ * kernel with kCFI the call is a panic.
+ *
+ * sched_process_exit gained the group_dead flag in 6.16.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define PLABEL_PROBE_EXIT_ARGS	\
+	void *data, struct task_struct *p, bool group_dead
+#else
+#define PLABEL_PROBE_EXIT_ARGS	void *data, struct task_struct *p
+#endif
+
+#define PLABEL_PROBE_CHECK(tp, fn)	\
+	BUILD_BUG_ON_ZERO(!sizeof((check_trace_callback_type_##tp(fn), 0)))
+
+/* An entry of a table of probes: { .name, .func }, type checked. */
+#define PLABEL_PROBE(tp, fn)	{				\
+	.name = #tp,						\
+	.func = (void *)(fn) + PLABEL_PROBE_CHECK(tp, fn),	\
+}
 
 #endif /* PLABEL_COMPAT_H */

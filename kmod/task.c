@@ -371,7 +371,7 @@ static void plabel_probe_exec(void *data, struct task_struct *p,
 	plabel_session_on_exec();
 }
 
-static void plabel_probe_exit(void *data, struct task_struct *p)
+static void plabel_probe_exit(PLABEL_PROBE_EXIT_ARGS)
 {
 	struct plabel_task *e = plabel_task_find_current();
 
@@ -388,9 +388,9 @@ struct plabel_probe {
 
 /* Registered in this order (exit first), unregistered in reverse. */
 static struct plabel_probe plabel_probes[] = {
-	{ .name = "sched_process_exit", .func = plabel_probe_exit },
-	{ .name = "sched_process_exec", .func = plabel_probe_exec },
-	{ .name = "task_newtask", .func = plabel_probe_newtask },
+	PLABEL_PROBE(sched_process_exit, plabel_probe_exit),
+	PLABEL_PROBE(sched_process_exec, plabel_probe_exec),
+	PLABEL_PROBE(task_newtask, plabel_probe_newtask),
 };
 
 static void plabel_find_tracepoint(struct tracepoint *tp, void *priv)
