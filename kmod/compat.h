@@ -6,9 +6,8 @@
  * files call the plabel_ helpers below instead of the kernel's own where
  * the kernel's changed.
  *
- * The oldest API the module needs is 5.10's (copy_from_user_nofault came in
- * 5.8, register_sysctl() with a plain table in 5.x, the tracing ring buffer
- * and for_each_kernel_tracepoint long before).
+ * 5.10 is the oldest kernel it is built and tested on; it cannot go below
+ * 5.8 (copy_from_user_nofault(), which the sampler needs, came then).
  */
 #ifndef PLABEL_COMPAT_H
 #define PLABEL_COMPAT_H
@@ -85,13 +84,23 @@ static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
  * define. A mismatch would pass wrong arguments at run time, and on a
  * kernel with kCFI the call is a panic.
  *
- * sched_process_exit gained the group_dead flag in 6.16.
+ * sched_process_exit gained the group_dead flag in 6.16; task_newtask's
+ * clone flags are a u64 from 6.18 on (an unsigned long before: the same
+ * size here, but another type for the check and for kCFI).
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
 #define PLABEL_PROBE_EXIT_ARGS	\
 	void *data, struct task_struct *p, bool group_dead
 #else
 #define PLABEL_PROBE_EXIT_ARGS	void *data, struct task_struct *p
+#endif
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define PLABEL_PROBE_NEWTASK_ARGS	\
+	void *data, struct task_struct *child, u64 clone_flags
+#else
+#define PLABEL_PROBE_NEWTASK_ARGS	\
+	void *data, struct task_struct *child, unsigned long clone_flags
 #endif
 
 #define PLABEL_PROBE_CHECK(tp, fn)	\

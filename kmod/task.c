@@ -327,8 +327,7 @@ static unsigned long plabel_child_stack_top(struct task_struct *child,
 	return sp != task_pt_regs(current)->sp ? sp : parent_top;
 }
 
-static void plabel_probe_newtask(void *data, struct task_struct *child,
-				 unsigned long clone_flags)
+static void plabel_probe_newtask(PLABEL_PROBE_NEWTASK_ARGS)
 {
 	struct plabel_set *set = NULL;
 	struct plabel_task *parent;
