@@ -44,6 +44,7 @@ kmod-%:
 ifneq ($(KROOT),)
 KMOD_ROOT	:= $(B)/kmod/linux-headers-$(shell cat $(KROOT)/kernelrelease)/plabel.ko
 kmod-root: $(KMOD_ROOT)
+	@:
 $(KMOD_ROOT): $(KMOD_SRCS) $(KROOT)/done
 	@mkdir -p $(@D)
 	cp $(KMOD_SRCS) $(@D)/
