@@ -103,6 +103,21 @@ static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
 	void *data, struct task_struct *child, unsigned long clone_flags
 #endif
 
+/*
+ * From 6.16 on sched_process_exit also fires earlier in do_exit(): before
+ * exit_mm() (it came after). Once the exit probe has dropped a thread's
+ * entry the thread may still run with its mm, and a sample there would
+ * take a user stack without its labels or the stack's end (the snapshot
+ * would run on to the FS base). PLABEL_PF_NO_USER are the task flags
+ * under which a sample takes no user state: from 6.16 on an exiting
+ * task's too, as before 6.16 from exit_mm() on.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER | PF_EXITING)
+#else
+#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER)
+#endif
+
 #define PLABEL_PROBE_CHECK(tp, fn)	\
 	BUILD_BUG_ON_ZERO(!sizeof((check_trace_callback_type_##tp(fn), 0)))
 

@@ -38,7 +38,7 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 	if (regs && user_mode(regs))
 		return regs;
 	/* io_uring workers share a user mm but have no user registers */
-	if (!current->mm || (current->flags & (PF_KTHREAD | PF_IO_WORKER)))
+	if (!current->mm || (current->flags & PLABEL_PF_NO_USER))
 		return NULL;
 	return task_pt_regs(current);
 }
