@@ -18,6 +18,10 @@ DESTDIR		?=
 KDIR_6.1	:= $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1.*-amd64)))
 KDIR_6.12	:= $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
 KDIR		?= $(KDIR_6.1)
+# The kernels make kmods builds for and make check tests on: 5.10 and 7.2
+# come from their own Debian suites (scripts/debian-kernel), debug from
+# scripts/build-debug-kernel.
+KERNELS		?= 5.10 6.1 6.12 7.2 debug
 
 WARN		:= -Wall -Wextra -Werror -Wno-unused-parameter \
 		   -Wmissing-prototypes -Wstrict-prototypes -Wshadow

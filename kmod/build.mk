@@ -18,12 +18,38 @@ endef
 KMOD_KDIRS	:= $(sort $(KDIR) $(KDIR_6.1) $(KDIR_6.12))
 $(foreach k,$(KMOD_KDIRS),$(eval $(call kmod_rule,$(k))))
 
-# The module for KDIR; kmods builds it for both Debian kernels.
+# The module for KDIR; kmods builds it for each kernel of KERNELS
+# (make kmods KERNELS="5.10 6.1 6.12 7.2").
 KMOD		:= $(call kmod_dir,$(KDIR))/plabel.ko
 KMOD_6.1	:= $(call kmod_dir,$(KDIR_6.1))/plabel.ko
 KMOD_6.12	:= $(call kmod_dir,$(KDIR_6.12))/plabel.ko
 kmod: $(KMOD)
-kmods: $(KMOD_6.1) $(KMOD_6.12)
+kmods: $(addprefix kmod-,$(filter-out debug,$(KERNELS)))
+# (a recipe of their own, so that kmod-% below is not theirs)
+kmod-6.1: $(KMOD_6.1)
+	@:
+kmod-6.12: $(KMOD_6.12)
+	@:
+
+# Kernels the host cannot install (5.10, 7.2): scripts/debian-kernel
+# makes (once, cached) a root of the kernel's own Debian suite with its
+# headers and compiler, and builds the module there, into
+# build/kmod/linux-headers-<release>/ like the others. An unknown series
+# is its error.
+.PHONY: kmod-root
+kmod-%:
+	@d=$$(scripts/debian-kernel $*) && \
+		$(MAKE) --no-print-directory kmod-root KROOT=$$d KSERIES=$*
+
+ifneq ($(KROOT),)
+KMOD_ROOT	:= $(B)/kmod/linux-headers-$(shell cat $(KROOT)/kernelrelease)/plabel.ko
+kmod-root: $(KMOD_ROOT)
+	@:
+$(KMOD_ROOT): $(KMOD_SRCS) $(KROOT)/done
+	@mkdir -p $(@D)
+	cp $(KMOD_SRCS) $(@D)/
+	scripts/debian-kernel --make $(KSERIES) $(@D)
+endif
 
 # The debugging kernel (KASAN, lockdep, kmemleak, failslab) and the module
 # for it: scripts/build-debug-kernel builds the kernel once and caches it

@@ -1,13 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Differences between the kernel versions plabel builds for (Debian's 6.1
- * and 6.12). Every version test of the module lives here.
+ * Differences between the kernel versions plabel builds for: Debian's 5.10
+ * (bullseye), 6.1 (bookworm), 6.12 (bookworm-backports) and the newest of
+ * unstable (7.2). Every version test of the module lives here; the .c
+ * files call the plabel_ helpers below instead of the kernel's own where
+ * the kernel's changed.
+ *
+ * 5.10 is the oldest kernel it is built and tested on; it cannot go below
+ * 5.8 (copy_from_user_nofault(), which the sampler needs, came then).
  */
 #ifndef PLABEL_COMPAT_H
 #define PLABEL_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/binfmts.h>
+#include <linux/build_bug.h>
+#include <linux/hrtimer.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/sysctl.h>
+#include <linux/uaccess.h>
+#include <trace/events/sched.h>
+#include <trace/events/task.h>
 
 /*
  * Sysctl handlers take a const table from 6.11 on. Since 6.11 the table
@@ -23,14 +37,104 @@
 #endif
 
 /*
- * Tasks that share a user mm but never run in user mode: io_uring workers,
- * and from 6.4 on vhost and other user workers (PF_USER_WORKER).
+ * Walking a process's mappings: the maple tree and its VMA iterator came
+ * in 6.1; before, the mappings are a list from mm->mmap. Both under the
+ * mmap lock.
  */
-#include <linux/sched.h>
-#ifdef PF_USER_WORKER
-#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER | PF_USER_WORKER)
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define PLABEL_VMA_ITERATOR(name, mm)	VMA_ITERATOR(name, mm, 0)
+#define plabel_for_each_vma(it, vma)	for_each_vma(it, vma)
 #else
-#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER)
+struct plabel_vma_iter {
+	struct mm_struct *mm;
+};
+
+#define PLABEL_VMA_ITERATOR(name, mm_)	\
+	struct plabel_vma_iter name = { .mm = (mm_) }
+#define plabel_for_each_vma(it, vma)	\
+	for ((vma) = (it).mm->mmap; (vma); (vma) = (vma)->vm_next)
 #endif
+
+/*
+ * A user address range check that is safe in interrupt context: x86's
+ * access_ok() warns there before 5.18 (WARN_ON_IN_IRQ), and __access_ok(),
+ * the check without the warning, came with 5.18's generic access_ok().
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+#define plabel_access_ok(addr, size)	__access_ok(addr, size)
+#else
+#define plabel_access_ok(addr, size)	\
+	likely(!__range_not_ok(addr, size, TASK_SIZE_MAX))
+#endif
+
+/*
+ * When an hrtimer expires, in ns of its clock. hrtimer_get_expires_ns() is
+ * gone in 7.x; hrtimer_get_expires() is there on every version.
+ */
+static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
+{
+	return ktime_to_ns(hrtimer_get_expires(timer));
+}
+
+/*
+ * Tracepoint probes. The probes are registered through a void pointer
+ * (tracepoint_probe_register() on a tracepoint found by name), so nothing
+ * checks their prototypes but this: PLABEL_PROBE() fails the build when a
+ * probe does not have its tracepoint's type, through the
+ * check_trace_callback_type_<name>() the kernel's tracepoint headers
+ * define. A mismatch would pass wrong arguments at run time, and on a
+ * kernel with kCFI the call is a panic.
+ *
+ * sched_process_exit gained the group_dead flag in 6.16; task_newtask's
+ * clone flags are a u64 from 6.18 on (an unsigned long before: the same
+ * size here, but another type for the check and for kCFI).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define PLABEL_PROBE_EXIT_ARGS	\
+	void *data, struct task_struct *p, bool group_dead
+#else
+#define PLABEL_PROBE_EXIT_ARGS	void *data, struct task_struct *p
+#endif
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define PLABEL_PROBE_NEWTASK_ARGS	\
+	void *data, struct task_struct *child, u64 clone_flags
+#else
+#define PLABEL_PROBE_NEWTASK_ARGS	\
+	void *data, struct task_struct *child, unsigned long clone_flags
+#endif
+
+/*
+ * From 6.16 on sched_process_exit also fires earlier in do_exit(): before
+ * exit_mm() (it came after). Once the exit probe has dropped a thread's
+ * entry the thread may still run with its mm, and a sample there would
+ * take a user stack without its labels or the stack's end (the snapshot
+ * would run on to the FS base). PLABEL_PF_NO_USER are the task flags
+ * under which a sample takes no user state: kernel threads; io_uring
+ * workers and, from 6.4 on, vhost and other user workers
+ * (PF_USER_WORKER), which share a user mm but never run in user mode; and
+ * from 6.16 on an exiting task, as before 6.16 from exit_mm() on.
+ */
+#ifdef PF_USER_WORKER
+#define PLABEL_PF_USER_WORKER	PF_USER_WORKER
+#else
+#define PLABEL_PF_USER_WORKER	0
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#define PLABEL_PF_EXITING	PF_EXITING
+#else
+#define PLABEL_PF_EXITING	0
+#endif
+#define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER | \
+				 PLABEL_PF_USER_WORKER | PLABEL_PF_EXITING)
+
+#define PLABEL_PROBE_CHECK(tp, fn)	\
+	BUILD_BUG_ON_ZERO(!sizeof((check_trace_callback_type_##tp(fn), 0)))
+
+/* An entry of a table of probes: { .name, .func }, type checked. */
+#define PLABEL_PROBE(tp, fn)	{				\
+	.name = #tp,						\
+	.func = (void *)(fn) + PLABEL_PROBE_CHECK(tp, fn),	\
+}
 
 #endif /* PLABEL_COMPAT_H */

@@ -23,6 +23,7 @@
 #include <linux/xarray.h>
 #include <linux/uidgid.h>
 
+#include "compat.h"
 #include "plabel_uapi.h"
 
 struct task_struct;

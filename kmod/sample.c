@@ -38,7 +38,7 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 {
 	if (regs && user_mode(regs))
 		return regs;
-	/* io_uring and vhost workers share a user mm, not user registers */
+	/* workers sharing a user mm, and exiting tasks: see compat.h */
 	if (!current->mm || (current->flags & PLABEL_PF_NO_USER))
 		return NULL;
 	return task_pt_regs(current);
@@ -105,7 +105,7 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 			break;
 		}
 		if (!fp || (fp & 7) || fp < uregs->sp ||
-		    !__access_ok((const void __user *)fp, 16) ||
+		    !plabel_access_ok((const void __user *)fp, 16) ||
 		    __get_user(next, (unsigned long __user *)fp) ||
 		    __get_user(ret, (u64 __user *)(fp + 8)) || !ret)
 			break;
@@ -306,7 +306,7 @@ static u64 plabel_periods_ran(struct plabel_cpu *c, u64 last, u64 expiry,
 
 static u32 plabel_sample_weight(struct perf_event *event, struct plabel_cpu *c)
 {
-	u64 expiry = hrtimer_get_expires_ns(&event->hw.hrtimer);
+	u64 expiry = plabel_hrtimer_expires_ns(&event->hw.hrtimer);
 	u64 last = c->last_expiry, n = 1;
 
 	if (last && expiry > last) {

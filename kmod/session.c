@@ -311,11 +311,11 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 	char *root = NULL;
 	u32 maps = 0;
 	size_t rlen;
-	VMA_ITERATOR(vmi, mm, 0);
+	PLABEL_VMA_ITERATOR(vmi, mm);
 
 	rlen = plabel_task_root(s, task, &root);
 	mmap_read_lock(mm);
-	for_each_vma(vmi, vma) {
+	plabel_for_each_vma(vmi, vma) {
 		char *path;
 
 		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)

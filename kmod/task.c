@@ -406,8 +406,7 @@ static unsigned long plabel_child_stack_top(struct task_struct *child,
 	return sp != task_pt_regs(current)->sp ? sp : parent_top;
 }
 
-static void plabel_probe_newtask(void *data, struct task_struct *child,
-				 unsigned long clone_flags)
+static void plabel_probe_newtask(PLABEL_PROBE_NEWTASK_ARGS)
 {
 	struct plabel_set *set = NULL;
 	struct plabel_user *user = NULL;
@@ -457,7 +456,7 @@ static void plabel_probe_exec(void *data, struct task_struct *p,
 	plabel_session_on_exec();
 }
 
-static void plabel_probe_exit(void *data, struct task_struct *p)
+static void plabel_probe_exit(PLABEL_PROBE_EXIT_ARGS)
 {
 	struct plabel_task *e = plabel_task_find_current();
 
@@ -483,10 +482,10 @@ struct plabel_probe {
 
 /* Registered in this order (exit first), unregistered in reverse. */
 static struct plabel_probe plabel_probes[] = {
-	{ .name = "sched_process_exit", .func = plabel_probe_exit },
-	{ .name = "sched_process_exec", .func = plabel_probe_exec },
-	{ .name = "task_newtask", .func = plabel_probe_newtask },
-	{ .name = "task_rename", .func = plabel_probe_rename },
+	PLABEL_PROBE(sched_process_exit, plabel_probe_exit),
+	PLABEL_PROBE(sched_process_exec, plabel_probe_exec),
+	PLABEL_PROBE(task_newtask, plabel_probe_newtask),
+	PLABEL_PROBE(task_rename, plabel_probe_rename),
 };
 
 static void plabel_find_tracepoint(struct tracepoint *tp, void *priv)

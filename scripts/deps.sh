@@ -4,14 +4,16 @@
 # scripts/deps.sh: install the Debian 12 packages plabel needs to build and
 # test (called by `make deps`). Idempotent: when every package is already
 # installed it only asks dpkg and returns; the package lists are refreshed
-# only when something is missing.
+# only when something is missing. debootstrap is for the kernels the host
+# cannot install (5.10, 7.2): scripts/debian-kernel makes roots of their
+# suites with it when `make kmods` first needs them.
 set -eu
 
 PKGS="
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	linux-source-6.1 build-essential flex bison bc libssl-dev
-	qemu-system-x86 busybox-static cpio kmod xz-utils zstd
+	qemu-system-x86 busybox-static cpio kmod xz-utils zstd debootstrap
 	protobuf-c-compiler libprotobuf-c-dev
 	libunwind-dev libdw-dev libelf-dev zlib1g-dev pkg-config
 	golang-go graphviz strace

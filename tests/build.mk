@@ -52,10 +52,10 @@ $(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(wildcard tests/kselft
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS_$*) $(TEST_LDLIBS)
 
-# make check [KERNELS="6.1 6.12 debug"] [HOST_ONLY=1]: host tests, then the
-# VM tests on each kernel (on the debug kernel the module's kselftests);
-# see tests/check.sh and Documentation/testing.rst.
-KERNELS		?= 6.1 6.12 debug
+# make check [KERNELS="5.10 6.1 6.12 7.2 debug"] [HOST_ONLY=1]: host tests,
+# then the VM tests on each kernel (on the debug kernel the module's
+# kselftests); see tests/check.sh and Documentation/testing.rst. KERNELS'
+# default is in the Makefile.
 HOST_ONLY	?=
 CHECK_KMODS	:= $(if $(HOST_ONLY),,kmods $(if $(filter debug,$(KERNELS)),kmod-debug))
 

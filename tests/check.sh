@@ -4,7 +4,7 @@
 # tests/check.sh: the recipe of `make check` (after `make all kmods`).
 #
 #   1. every host test program ($HOST_TESTS), logs in build/check/host/
-#   2. for each kernel in $KERNELS (default "6.1 6.12 debug"), unless
+#   2. for each kernel in $KERNELS (default "5.10 6.1 6.12 7.2 debug"), unless
 #      HOST_ONLY=1: scripts/plabel-vm runs tests/vm/run-tests.sh in a fresh
 #      VM, logs in build/check/vm-<kernel>/; the VM run itself (clean
 #      kernel log, no leak, rmmod, exit status) is one more test,
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 B=${B:-build}
 C=${CHECK_DIR:-$B/check}
-KERNELS=${KERNELS:-6.1 6.12 debug}
+KERNELS=${KERNELS:-5.10 6.1 6.12 7.2 debug}
 HOST_ONLY=${HOST_ONLY:-}
 limit=${PLABEL_TEST_TIMEOUT:-300}
 vm_limit=${PLABEL_VM_TIMEOUT:-1500}
