@@ -13,7 +13,8 @@
 #   3. tests/summarize over all of them: the last line is
 #      "N passed, N failed, N skipped"; exit status 1 on any failure.
 #
-# PLABEL_TEST_TIMEOUT (seconds per test program, default 300) and
+# PLABEL_TEST_TIMEOUT (seconds per test program, default 300, twice that on
+# the debug kernel) and
 # PLABEL_VM_TIMEOUT (seconds per VM, default 1500) bound the run;
 # CHECK_DIR (default build/check) is where the logs go. HOST_TESTS,
 # VM_TESTS (set by make) and E2E_TESTS (default tests/e2e/*.sh) list the
@@ -89,7 +90,12 @@ if [ -z "$HOST_ONLY" ]; then
 		e2e=$E2E_TESTS
 		[ "$k" != debug ] || [ -n "${DEBUG_E2E:-}" ] || e2e=
 		echo "check: VM tests on kernel $k ($(echo $VM_TESTS $e2e | wc -w) programs)"
+		# the debug kernel (KASAN, lockdep) runs each test a few times
+		# slower: twice the time per test program there
+		tlimit=$limit
+		[ "$k" != debug ] || tlimit=$((limit * 2))
 		# shellcheck disable=SC2086
+		PLABEL_TEST_TIMEOUT=$tlimit \
 		PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
 			--timeout "$vm_limit" -- tests/vm/run-tests.sh \
 			$VM_TESTS $e2e 2>"$C/vm-$k.stderr" | sed -u 's/^/  /'
