@@ -202,7 +202,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 	struct mm_struct *mm = current->mm;
 	unsigned long exec_vm = READ_ONCE(mm->exec_vm);
 	u32 seq = atomic_read(&s->exec_seq);
-	struct plabel_mm_ref *e;
+	struct plabel_mm_ref *e, *free;
 	unsigned int i;
 
 	for (i = 0; i < PLABEL_MM_CACHE; i++) {
@@ -211,14 +211,25 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 		    e->exec_vm == exec_vm && e->seq == seq)
 			return;
 	}
-	for (i = 0; i < PLABEL_MM_PENDING; i++) {
+	for (i = 0, free = NULL; i < PLABEL_MM_PENDING; i++) {
+		struct mm_struct *pm;
+
 		e = &c->pending[i];
 		/* pairs with the release that frees the slot */
-		if (!smp_load_acquire(&e->mm))
-			break;
+		pm = smp_load_acquire(&e->mm);
+		/*
+		 * Queued already: its walk reads the mappings as they are
+		 * then. A process that keeps changing its mappings so takes
+		 * one slot, not all of them.
+		 */
+		if (pm == mm && e->tgid == current->tgid)
+			return;
+		if (!pm && !free)
+			free = e;
 	}
-	if (i == PLABEL_MM_PENDING || !mmget_not_zero(mm))
+	if (!free || !mmget_not_zero(mm))
 		return;
+	e = free;
 	e->tgid = current->tgid;
 	e->time_ns = time_ns;
 	e->task = get_task_struct(current);
