@@ -137,4 +137,39 @@ static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
 	.func = (void *)(fn) + PLABEL_PROBE_CHECK(tp, fn),	\
 }
 
+/*
+ * A task's dumpability, the gate of ptrace and core dumps: in its mm's
+ * flags (get_dumpable()) until the kernel moved it to the task's exec
+ * state (linux/sched/exec_state.h, 7.x), with the same values. Tested by
+ * the header's presence, as the version it came with is not one Debian
+ * ships. plabel_task_dumpable(): PLABEL_DUMP_USER when ptrace by a uid
+ * match is allowed, another value when not, -1 when not known (a task
+ * without an mm, before 7.x). Process context, under rcu_read_lock().
+ */
+#if __has_include(<linux/sched/exec_state.h>)
+#include <linux/sched/exec_state.h>
+#define PLABEL_DUMP_USER	TASK_DUMPABLE_OWNER
+
+static inline int plabel_task_dumpable(struct task_struct *t)
+{
+	struct task_exec_state *es = rcu_dereference(t->exec_state);
+
+	return es ? (int)READ_ONCE(es->dumpable) : -1;
+}
+#else
+#include <linux/sched/coredump.h>
+#define PLABEL_DUMP_USER	SUID_DUMP_USER
+
+static inline int plabel_task_dumpable(struct task_struct *t)
+{
+	int d = -1;
+
+	task_lock(t);
+	if (t->mm)
+		d = get_dumpable(t->mm);
+	task_unlock(t);
+	return d;
+}
+#endif
+
 #endif /* PLABEL_COMPAT_H */

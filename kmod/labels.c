@@ -55,7 +55,7 @@
 #include <linux/capability.h>
 #include <linux/pid.h>
 #include <linux/random.h>
-#include <linux/sched/coredump.h>
+#include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -260,7 +260,7 @@ static bool plabel_cred_may_read(const struct cred *c, const struct cred *t,
 	    !uid_eq(c->fsuid, t->uid) || !gid_eq(c->fsgid, t->egid) ||
 	    !gid_eq(c->fsgid, t->sgid) || !gid_eq(c->fsgid, t->gid))
 		return false;
-	if (dumpable != SUID_DUMP_USER)
+	if (dumpable != PLABEL_DUMP_USER)
 		return false;
 	if (c->user_ns == t->user_ns &&
 	    !cap_issubset(t->cap_permitted, c->cap_permitted))
@@ -271,7 +271,7 @@ static bool plabel_cred_may_read(const struct cred *c, const struct cred *t,
 bool plabel_set_may_access(const struct plabel_set *set)
 {
 	const struct cred *tcred = set->cred;
-	int dumpable = set->dumpable ? SUID_DUMP_USER : SUID_DUMP_DISABLE;
+	int dumpable = set->dumpable ? PLABEL_DUMP_USER : 0, d;
 	struct task_struct *t;
 	bool ok;
 
@@ -282,10 +282,9 @@ bool plabel_set_may_access(const struct plabel_set *set)
 	t = pid_task(set->creator, PIDTYPE_TGID);
 	if (t) {
 		tcred = __task_cred(t);
-		task_lock(t);
-		if (t->mm)
-			dumpable = get_dumpable(t->mm);
-		task_unlock(t);
+		d = plabel_task_dumpable(t);
+		if (d >= 0)
+			dumpable = d;
 	}
 	ok = plabel_cred_may_read(current_cred(), tcred, dumpable);
 	rcu_read_unlock();
@@ -391,7 +390,9 @@ static struct plabel_set *plabel_set_build(const struct plabel_label *ul,
 	set->owner = current_euid();
 	set->creator = get_task_pid(current, PIDTYPE_TGID);
 	set->cred = get_current_cred();
-	set->dumpable = current->mm && get_dumpable(current->mm) == SUID_DUMP_USER;
+	rcu_read_lock();
+	set->dumpable = plabel_task_dumpable(current) == PLABEL_DUMP_USER;
+	rcu_read_unlock();
 	set->count = count;
 	set->bytes = size;
 	refcount_set(&set->refs, 1);
