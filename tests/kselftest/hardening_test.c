@@ -27,6 +27,7 @@
 
 #define HD_UID_A	54401	/* the attacker */
 #define HD_UID_B	54402	/* a user with a quota of its own */
+#define HD_UID_C	54403	/* the owner of a user namespace */
 
 #define HD_NEED_DEVICE()						\
 	do {								\
@@ -706,6 +707,117 @@ TEST(task_entries_per_user_bounded)
 	}
 	EXPECT_EQ(0, hd_wait(pid));
 	EXPECT_EQ(0, hd_sysctl_set("max_tasks_per_user", old));
+}
+
+/* Sets debugfs "users" charges to uid; -1 without the file. */
+static long hd_user_sets(uid_t uid)
+{
+	unsigned int u, sets;
+	char line[128];
+	long found = 0;
+	FILE *f = fopen(SU_DEBUGFS "users", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %u", &u, &sets) == 2 && u == uid)
+			found = sets;
+	fclose(f);
+	return found;
+}
+
+/*
+ * Quotas cannot be multiplied through user namespaces: a user's namespace
+ * maps 1000 uids (root wrote its map, as newuidmap does from
+ * /etc/subuid), and sets interned as one of them count against A, the
+ * namespace's owner, not against the mapped uid.
+ */
+#define HD_SUBUID	300000
+
+TEST(quota_counts_the_namespace_owner)
+{
+	int ready[2], go[2], done[2];
+	char path[64], map[64];
+	long owner_sets, mapped_sets;
+	pid_t pid;
+	int fd;
+	char c;
+
+	HD_NEED_DEVICE();
+	HD_NEED_ROOT();
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	if (!pid) {
+		uint64_t id;
+		int i;
+
+		/*
+		 * No user namespace is made from inside a chroot (as the VM
+		 * runs its command): go to init's root first, which has
+		 * /dev/plabel too.
+		 */
+		if (chroot("/proc/1/root") || chdir("/"))
+			_exit(79);
+		if (hd_become(HD_UID_C) || unshare(CLONE_NEWUSER))
+			_exit(80);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(81);
+		/* uid 5 inside is HD_SUBUID + 5 outside */
+		if (setresgid(5, 5, 5) || setresuid(5, 5, 5))
+			_exit(82);
+		fd = hd_open();
+		if (fd < 0)
+			_exit(83);
+		for (i = 0; i < 3; i++) {
+			char v[8];
+
+			snprintf(v, sizeof(v), "%d", i);
+			if (hd_new(fd, "ns", v, &id))
+				_exit(84);
+		}
+		if (write(done[1], "d", 1) != 1)
+			_exit(85);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	close(done[1]);
+	if (read(ready[0], &c, 1) != 1) {
+		TH_LOG("child: exit %d", hd_wait(pid));
+		ASSERT_TRUE(0);
+	}
+	snprintf(map, sizeof(map), "0 %d 1000", HD_SUBUID);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(map), write(fd, map, strlen(map)));
+	close(fd);
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ASSERT_EQ(4, write(fd, "deny", 4));
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(map), write(fd, map, strlen(map)));
+	close(fd);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	if (read(done[0], &c, 1) != 1) {
+		TH_LOG("child: exit %d", hd_wait(pid));
+		ASSERT_TRUE(0);
+	}
+	owner_sets = hd_user_sets(HD_UID_C);
+	mapped_sets = hd_user_sets(HD_SUBUID + 5);
+	kill(pid, SIGKILL);
+	hd_wait(pid);
+	TH_LOG("owner %d: %ld sets; mapped uid %d: %ld sets", HD_UID_C,
+	       owner_sets, HD_SUBUID + 5, mapped_sets);
+	EXPECT_EQ(3, owner_sets);
+	EXPECT_EQ(0, mapped_sets);
 }
 
 /*
