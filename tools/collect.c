@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "table.h"
 #include "unwind.h"
 
 #define PLABEL_MAX_FRAMES	1024
@@ -193,15 +194,6 @@ struct plabel_spool {
 };
 
 /*
- * Open addressing table of item index + 1 (0: a free slot), kept at most
- * half full; the items and their hashes are the owner's.
- */
-struct plabel_itab {
-	uint32_t *tab;
-	size_t cap;		/* a power of two */
-};
-
-/*
  * A thread's names (PLABEL_COLLECT_NAME_LABELS): first, what it was called
  * when first seen (from /proc, or its creator's name), then each rename,
  * in arrival order.
@@ -218,12 +210,6 @@ struct plabel_tnames {
 	uint8_t tried;		/* /proc was read for first */
 	struct plabel_tev *ev;
 	size_t nev, cap;
-};
-
-/* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
-struct plabel_pair_ent {
-	uint64_t key_a, key_b;
-	uint64_t val;
 };
 
 struct plabel_collect {
@@ -318,17 +304,17 @@ void plabel_collect_free(struct plabel_collect *c)
 	for (i = 0; i < c->nprocs; i++)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
-	free(c->proc_tab.tab);
+	plabel_itab_free(&c->proc_tab);
 	free(c->want);
 	free(c->samples);
 	free(c->aggs);
-	free(c->agg_tab.tab);
+	plabel_itab_free(&c->agg_tab);
 	free(c->thrs);
-	free(c->thr_tab.tab);
+	plabel_itab_free(&c->thr_tab);
 	free(c->wkeys);
 	free(c->wtmp);
 	free(c->chains);
-	free(c->chain_tab.tab);
+	plabel_itab_free(&c->chain_tab);
 	while (c->cblocks) {
 		struct plabel_cblock *b = c->cblocks;
 
@@ -342,7 +328,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	for (i = 0; i < c->ntns; i++)
 		free(c->tns[i].ev);
 	free(c->tns);
-	free(c->tn_tab.tab);
+	plabel_itab_free(&c->tn_tab);
 	plabel_unwinder_free(c->unwinder);
 	if (c->spool.fd >= 0)
 		close(c->spool.fd);
@@ -371,24 +357,6 @@ void plabel_collect_stats(const struct plabel_collect *c,
 	st->labelsets = c->nlsets;
 	st->held = c->nsamples;
 	st->merged = c->naggs;
-}
-
-/* Grow *arr (of *cap elements of size sz) to hold n + 1. */
-static int plabel_grow(void *arr, size_t *cap, size_t n, size_t sz)
-{
-	void **pa = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	na = realloc(*pa, ncap * sz);
-	if (!na)
-		return -ENOMEM;
-	*pa = na;
-	*cap = ncap;
-	return 0;
 }
 
 static struct plabel_lset *plabel_lset_find(struct plabel_collect *c,
@@ -643,87 +611,32 @@ static struct plabel_chain *plabel_chain_alloc(struct plabel_collect *c,
 	return ch;
 }
 
-static uint64_t plabel_hash2(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
-
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 29;
-	return h;
-}
-
-/*
- * Room in t for one more of its n items, hash(c, j) being item j's hash.
- * 0 or -ENOMEM.
- */
-static int plabel_itab_reserve(struct plabel_itab *t, size_t n,
-			       uint64_t (*hash)(const struct plabel_collect *,
-						size_t),
-			       const struct plabel_collect *c)
-{
-	size_t ncap, i, j;
-	uint32_t *nt;
-
-	if ((n + 1) * 2 <= t->cap)
-		return 0;
-	ncap = t->cap ? t->cap * 2 : 1024;
-	nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return -ENOMEM;
-	for (j = 0; j < n; j++) {
-		i = hash(c, j) & (ncap - 1);
-		while (nt[i])
-			i = (i + 1) & (ncap - 1);
-		nt[i] = j + 1;
-	}
-	free(t->tab);
-	t->tab = nt;
-	t->cap = ncap;
-	return 0;
-}
-
-static uint64_t plabel_proc_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->procs[j].pid, 0);
-}
-
 /* The process pid, added if new. NULL on ENOMEM. */
 static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
 					   uint32_t pid)
 {
+	uint64_t h = plabel_hash2(pid, 0);
 	struct plabel_proc *p;
-	uint64_t h;
-	size_t i;
+	size_t i, pos = SIZE_MAX;
 
 	/* runs of records from one process are the rule */
 	if (c->last_proc && c->procs[c->last_proc - 1].pid == pid)
 		return &c->procs[c->last_proc - 1];
-	h = plabel_hash2(pid, 0);
-	if (plabel_itab_reserve(&c->proc_tab, c->nprocs, plabel_proc_hash_at,
-				c))
-		return NULL;
-	for (i = h & (c->proc_tab.cap - 1); c->proc_tab.tab[i];
-	     i = (i + 1) & (c->proc_tab.cap - 1)) {
-		p = &c->procs[c->proc_tab.tab[i] - 1];
-		if (p->pid == pid) {
-			c->last_proc = c->proc_tab.tab[i];
-			return p;
+	while ((i = plabel_itab_next(&c->proc_tab, h, &pos)) != SIZE_MAX) {
+		if (c->procs[i].pid == pid) {
+			c->last_proc = i + 1;
+			return &c->procs[i];
 		}
 	}
-	if (plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
+	if (plabel_itab_reserve(&c->proc_tab, 1) ||
+	    plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
 		return NULL;
-	p = &c->procs[c->nprocs++];
+	p = &c->procs[c->nprocs];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	c->proc_tab.tab[i] = c->nprocs;
+	plabel_itab_put(&c->proc_tab, h, c->nprocs++);
 	c->last_proc = c->nprocs;
 	return p;
-}
-
-static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return c->chains[j]->hash;
 }
 
 /*
@@ -733,23 +646,20 @@ static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)
 static int plabel_chain_get(struct plabel_collect *c, const void *ips,
 			    uint32_t nk, uint32_t nu, uint32_t *idx)
 {
-	size_t n = (size_t)nk + nu, i;
+	size_t n = (size_t)nk + nu, i, pos = SIZE_MAX;
 	uint64_t h = plabel_chain_hash(ips, n, nk);
 	struct plabel_chain *ch;
 
-	if (plabel_itab_reserve(&c->chain_tab, c->nchains,
-				plabel_chain_hash_at, c))
-		return -ENOMEM;
-	for (i = h & (c->chain_tab.cap - 1); c->chain_tab.tab[i];
-	     i = (i + 1) & (c->chain_tab.cap - 1)) {
-		ch = c->chains[c->chain_tab.tab[i] - 1];
-		if (ch->hash == h && ch->nk == nk && ch->nu == nu &&
+	while ((i = plabel_itab_next(&c->chain_tab, h, &pos)) != SIZE_MAX) {
+		ch = c->chains[i];
+		if (ch->nk == nk && ch->nu == nu &&
 		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
-			*idx = c->chain_tab.tab[i] - 1;
+			*idx = i;
 			return 0;
 		}
 	}
 	if (c->nchains >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&c->chain_tab, 1) ||
 	    plabel_grow(&c->chains, &c->chains_cap, c->nchains,
 			sizeof(*c->chains)))
 		return -ENOMEM;
@@ -762,8 +672,8 @@ static int plabel_chain_get(struct plabel_collect *c, const void *ips,
 	if (n)		/* ips may be NULL then */
 		memcpy(ch->ips, ips, n * sizeof(uint64_t));
 	*idx = c->nchains;
+	plabel_itab_put(&c->chain_tab, h, c->nchains);
 	c->chains[c->nchains++] = ch;
-	c->chain_tab.tab[i] = c->nchains;
 	return 0;
 }
 
@@ -776,14 +686,9 @@ static int plabel_chain_join(struct plabel_collect *c, const void *kips,
 			     size_t nk, const uint64_t *user, size_t nu,
 			     uint32_t *idx)
 {
-	if (nk + nu > c->chainbuf_cap) {
-		uint64_t *nb = realloc(c->chainbuf, (nk + nu) * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		c->chainbuf = nb;
-		c->chainbuf_cap = nk + nu;
-	}
+	if (plabel_grow_to(&c->chainbuf, &c->chainbuf_cap, nk + nu,
+			   sizeof(*c->chainbuf)))
+		return -ENOMEM;
 	memcpy(c->chainbuf, kips, nk * sizeof(*c->chainbuf));
 	memcpy(c->chainbuf + nk, user, nu * sizeof(*user));
 	return plabel_chain_get(c, c->chainbuf, nk, nu, idx);
@@ -973,12 +878,13 @@ static void plabel_touch(void *p, size_t n)
  */
 static int plabel_collect_prefault(struct plabel_collect *c)
 {
-	if (plabel_grow(&c->procs, &c->procs_cap, 0, sizeof(*c->procs)) ||
-	    plabel_grow(&c->chains, &c->chains_cap, 0, sizeof(*c->chains)) ||
-	    plabel_grow(&c->samples, &c->samples_cap, 0,
-			sizeof(*c->samples)) ||
-	    plabel_itab_reserve(&c->proc_tab, 0, plabel_proc_hash_at, c) ||
-	    plabel_itab_reserve(&c->chain_tab, 0, plabel_chain_hash_at, c) ||
+	if (plabel_grow_to(&c->procs, &c->procs_cap, 64, sizeof(*c->procs)) ||
+	    plabel_grow_to(&c->chains, &c->chains_cap, 64,
+			   sizeof(*c->chains)) ||
+	    plabel_grow_to(&c->samples, &c->samples_cap, 64,
+			   sizeof(*c->samples)) ||
+	    plabel_itab_reserve(&c->proc_tab, 512) ||
+	    plabel_itab_reserve(&c->chain_tab, 512) ||
 	    plabel_spool_reserve(&c->spool, PLABEL_PREFAULT_SPOOL) ||
 	    !plabel_chain_alloc(c, 0))
 		return -ENOMEM;
@@ -986,8 +892,8 @@ static int plabel_collect_prefault(struct plabel_collect *c)
 	plabel_touch(c->procs, c->procs_cap * sizeof(*c->procs));
 	plabel_touch(c->chains, c->chains_cap * sizeof(*c->chains));
 	plabel_touch(c->samples, c->samples_cap * sizeof(*c->samples));
-	plabel_touch(c->proc_tab.tab, c->proc_tab.cap * sizeof(uint32_t));
-	plabel_touch(c->chain_tab.tab, c->chain_tab.cap * sizeof(uint32_t));
+	plabel_touch(c->proc_tab.slot, plabel_itab_bytes(&c->proc_tab));
+	plabel_touch(c->chain_tab.slot, plabel_itab_bytes(&c->chain_tab));
 	plabel_touch(c->cblocks->data, PLABEL_PREFAULT_CHAINS);
 	plabel_touch(c->spool.wbuf, PLABEL_PREFAULT_SPOOL);
 	return 0;
@@ -1175,33 +1081,24 @@ static uint32_t plabel_proc_name_now(struct plabel_collect *c, uint32_t pid)
 	return plabel_name_id(c, buf, 15);
 }
 
-static uint64_t plabel_tn_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->tns[j].tid, 2);
-}
-
 /* Thread tid's names, added if new. NULL on ENOMEM. */
 static struct plabel_tnames *plabel_tn_get(struct plabel_collect *c,
 					   uint32_t tid)
 {
+	uint64_t h = plabel_hash2(tid, 2);
 	struct plabel_tnames *t;
-	size_t i, mask;
+	size_t i, pos = SIZE_MAX;
 
-	if (plabel_itab_reserve(&c->tn_tab, c->ntns, plabel_tn_hash_at, c))
+	while ((i = plabel_itab_next(&c->tn_tab, h, &pos)) != SIZE_MAX)
+		if (c->tns[i].tid == tid)
+			return &c->tns[i];
+	if (plabel_itab_reserve(&c->tn_tab, 1) ||
+	    plabel_grow(&c->tns, &c->tns_cap, c->ntns, sizeof(*t)))
 		return NULL;
-	mask = c->tn_tab.cap - 1;
-	for (i = plabel_hash2(tid, 2) & mask; c->tn_tab.tab[i];
-	     i = (i + 1) & mask) {
-		t = &c->tns[c->tn_tab.tab[i] - 1];
-		if (t->tid == tid)
-			return t;
-	}
-	if (plabel_grow(&c->tns, &c->tns_cap, c->ntns, sizeof(*t)))
-		return NULL;
-	t = &c->tns[c->ntns++];
+	t = &c->tns[c->ntns];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
-	c->tn_tab.tab[i] = c->ntns;
+	plabel_itab_put(&c->tn_tab, h, c->ntns++);
 	return t;
 }
 
@@ -1485,35 +1382,27 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 
 /* ---- weighing samples by their thread's CPU time ---- */
 
-static uint64_t plabel_thr_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->thrs[j].tid, 1);
-}
-
 /* Thread tid's entry, *fresh set when it was added. NULL on ENOMEM. */
 static struct plabel_thr *plabel_thr_get(struct plabel_collect *c,
 					 uint32_t tid, int *fresh)
 {
+	uint64_t h = plabel_hash2(tid, 1);
 	struct plabel_thr *t;
-	size_t i, mask;
+	size_t i, pos = SIZE_MAX;
 
-	if (plabel_itab_reserve(&c->thr_tab, c->nthrs, plabel_thr_hash_at, c))
-		return NULL;
-	mask = c->thr_tab.cap - 1;
-	for (i = plabel_hash2(tid, 1) & mask; c->thr_tab.tab[i];
-	     i = (i + 1) & mask) {
-		t = &c->thrs[c->thr_tab.tab[i] - 1];
-		if (t->tid == tid) {
+	while ((i = plabel_itab_next(&c->thr_tab, h, &pos)) != SIZE_MAX) {
+		if (c->thrs[i].tid == tid) {
 			*fresh = 0;
-			return t;
+			return &c->thrs[i];
 		}
 	}
-	if (plabel_grow(&c->thrs, &c->thrs_cap, c->nthrs, sizeof(*t)))
+	if (plabel_itab_reserve(&c->thr_tab, 1) ||
+	    plabel_grow(&c->thrs, &c->thrs_cap, c->nthrs, sizeof(*t)))
 		return NULL;
-	t = &c->thrs[c->nthrs++];
+	t = &c->thrs[c->nthrs];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
-	c->thr_tab.tab[i] = c->nthrs;
+	plabel_itab_put(&c->thr_tab, h, c->nthrs++);
 	*fresh = 1;
 	return t;
 }
@@ -1700,24 +1589,16 @@ static uint64_t plabel_agg_hash(const struct plabel_agg *a)
 					  (uint64_t)a->tname << 8)));
 }
 
-static uint64_t plabel_agg_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_agg_hash(&c->aggs[j]);
-}
-
 /* Add count samples like k (its count aside), k->nanos with them. */
 static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 			  uint64_t count)
 {
 	uint64_t h = plabel_agg_hash(k);
 	struct plabel_agg *a;
-	size_t i, mask;
+	size_t i, pos = SIZE_MAX;
 
-	if (plabel_itab_reserve(&c->agg_tab, c->naggs, plabel_agg_hash_at, c))
-		return -ENOMEM;
-	mask = c->agg_tab.cap - 1;
-	for (i = h & mask; c->agg_tab.tab[i]; i = (i + 1) & mask) {
-		a = &c->aggs[c->agg_tab.tab[i] - 1];
+	while ((i = plabel_itab_next(&c->agg_tab, h, &pos)) != SIZE_MAX) {
+		a = &c->aggs[i];
 		if (a->pid == k->pid && a->tid == k->tid &&
 		    a->chain == k->chain && a->gen == k->gen &&
 		    a->set_id == k->set_id && a->type == k->type &&
@@ -1728,12 +1609,13 @@ static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		}
 	}
 	if (c->naggs >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&c->agg_tab, 1) ||
 	    plabel_grow(&c->aggs, &c->aggs_cap, c->naggs, sizeof(*c->aggs)))
 		return -ENOMEM;
-	a = &c->aggs[c->naggs++];
+	a = &c->aggs[c->naggs];
 	*a = *k;
 	a->count = count;
-	c->agg_tab.tab[i] = c->naggs;
+	plabel_itab_put(&c->agg_tab, h, c->naggs++);
 	return 0;
 }
 
@@ -1963,52 +1845,6 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-struct plabel_pair_map {
-	struct plabel_pair_ent *ents;
-	size_t cap, n;
-};
-
-/*
- * The value slot of (a, b), added if new (then 0: the caller fills it in,
- * or undoes the add with pm->n-- on failure). NULL on ENOMEM.
- */
-static uint64_t *plabel_pair_slot(struct plabel_pair_map *pm, uint64_t a,
-				  uint64_t b)
-{
-	size_t i;
-
-	if ((pm->n + 1) * 2 > pm->cap) {
-		size_t ncap = pm->cap ? pm->cap * 2 : 1024, j;
-		struct plabel_pair_ent *ne = calloc(ncap, sizeof(*ne));
-
-		if (!ne)
-			return NULL;
-		for (j = 0; j < pm->cap; j++) {
-			struct plabel_pair_ent *e = &pm->ents[j];
-
-			if (!e->val)
-				continue;
-			i = plabel_hash2(e->key_a, e->key_b) & (ncap - 1);
-			while (ne[i].val)
-				i = (i + 1) & (ncap - 1);
-			ne[i] = *e;
-		}
-		free(pm->ents);
-		pm->ents = ne;
-		pm->cap = ncap;
-	}
-	i = plabel_hash2(a, b) & (pm->cap - 1);
-	while (pm->ents[i].val) {
-		if (pm->ents[i].key_a == a && pm->ents[i].key_b == b)
-			return &pm->ents[i].val;
-		i = (i + 1) & (pm->cap - 1);
-	}
-	pm->ents[i].key_a = a;
-	pm->ents[i].key_b = b;
-	pm->n++;
-	return &pm->ents[i].val;
-}
-
 struct plabel_build {
 	struct plabel_collect *c;
 	struct plabel_prof *prof;
@@ -2094,8 +1930,6 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 	line.function = plabel_syms_kernel(b->c->syms, ip);
 	*slot = plabel_prof_location(b->prof, b->kmap, ip, &line,
 				     line.function ? 1 : 0);
-	if (!*slot)
-		b->lc.n--;	/* leave no half-made entry counted */
 	return *slot;
 }
 
@@ -2159,8 +1993,6 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 		lines[i].line = fr[i].line;
 	}
 	*slot = plabel_prof_location(b->prof, *mid, ip, lines, n);
-	if (!*slot)
-		b->lc.n--;
 	return *slot;
 }
 
@@ -2207,10 +2039,8 @@ static int plabel_build_add_named(struct plabel_build *b,
 			labels[n++].value = c->names[a->tname - 1];
 		}
 		ret = plabel_prof_labelset(b->prof, labels, n, &set);
-		if (ret) {
-			b->ns.n--;
+		if (ret)
 			return ret;
-		}
 		*slot = set;
 	}
 	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
@@ -2271,19 +2101,8 @@ static int plabel_build_add(struct plabel_build *b,
 /* Room for n more words in b->res. 0 or -ENOMEM. */
 static int plabel_res_reserve(struct plabel_build *b, size_t n)
 {
-	size_t ncap = b->res_cap ? b->res_cap : 4096;
-	uint64_t *nr;
-
-	if (b->nres + n <= b->res_cap)
-		return 0;
-	while (ncap < b->nres + n)
-		ncap *= 2;
-	nr = realloc(b->res, ncap * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	b->res = nr;
-	b->res_cap = ncap;
-	return 0;
+	return plabel_grow_to(&b->res, &b->res_cap, b->nres + n,
+			      sizeof(*b->res));
 }
 
 /*
@@ -2348,10 +2167,8 @@ static int plabel_build_sample(struct plabel_build *b,
 		return -ENOMEM;
 	if (!*slot) {
 		ret = plabel_resolve(b, p, a, slot);
-		if (ret) {
-			b->rc.n--;
+		if (ret)
 			return ret;
-		}
 	}
 	e = b->res + *slot - 1;
 	for (i = 0; i < e[1]; i++)
@@ -2415,9 +2232,9 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 		    plabel_sample_key(c, &c->samples[i], &a))
 			ret = plabel_build_sample(&b, &a);
 	}
-	free(b.lc.ents);
-	free(b.rc.ents);
-	free(b.ns.ents);
+	plabel_pair_map_free(&b.lc);
+	plabel_pair_map_free(&b.rc);
+	plabel_pair_map_free(&b.ns);
 	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);

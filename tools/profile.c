@@ -22,6 +22,7 @@
 
 #include "proto/profile.pb-c.h"
 #include "profile.h"
+#include "table.h"
 
 /* Refuse profiles larger than this, compressed or not. */
 #define PLABEL_PROF_MAX_BYTES	(512u << 20)
@@ -51,104 +52,6 @@ static uint64_t plabel_hash_u64(uint64_t h, uint64_t v)
 }
 
 #define PLABEL_HASH_INIT	0xcbf29ce484222325ull
-
-struct plabel_hslot {
-	uint64_t hash;
-	size_t idx1;		/* item index + 1; 0: empty */
-};
-
-struct plabel_hmap {
-	struct plabel_hslot *slot;
-	size_t cap;		/* power of two or 0 */
-	size_t n;
-};
-
-/*
- * Iterate the items whose hash equals hash: start with *pos = SIZE_MAX;
- * returns the next candidate item index or SIZE_MAX at the end.
- */
-static size_t plabel_hmap_next(const struct plabel_hmap *h, uint64_t hash,
-			       size_t *pos)
-{
-	size_t i;
-
-	if (!h->cap)
-		return SIZE_MAX;
-	i = *pos == SIZE_MAX ? (size_t)hash & (h->cap - 1) :
-			       (*pos + 1) & (h->cap - 1);
-	for (; h->slot[i].idx1; i = (i + 1) & (h->cap - 1)) {
-		if (h->slot[i].hash == hash) {
-			*pos = i;
-			return h->slot[i].idx1 - 1;
-		}
-	}
-	return SIZE_MAX;
-}
-
-/* Make room for one more item, so that plabel_hmap_put() cannot fail. */
-static int plabel_hmap_reserve(struct plabel_hmap *h)
-{
-	size_t ncap, i, j;
-	struct plabel_hslot *ns;
-
-	if ((h->n + 1) * 2 <= h->cap)
-		return 0;
-	ncap = h->cap ? h->cap * 2 : 64;
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (j = 0; j < h->cap; j++) {
-		if (!h->slot[j].idx1)
-			continue;
-		i = (size_t)h->slot[j].hash & (ncap - 1);
-		while (ns[i].idx1)
-			i = (i + 1) & (ncap - 1);
-		ns[i] = h->slot[j];
-	}
-	free(h->slot);
-	h->slot = ns;
-	h->cap = ncap;
-	return 0;
-}
-
-/* Only after a successful plabel_hmap_reserve(). */
-static void plabel_hmap_put(struct plabel_hmap *h, uint64_t hash, size_t idx)
-{
-	size_t i = (size_t)hash & (h->cap - 1);
-
-	while (h->slot[i].idx1)
-		i = (i + 1) & (h->cap - 1);
-	h->slot[i].hash = hash;
-	h->slot[i].idx1 = idx + 1;
-	h->n++;
-}
-
-static void plabel_hmap_free(struct plabel_hmap *h)
-{
-	free(h->slot);
-	h->slot = NULL;
-	h->cap = h->n = 0;
-}
-
-/* Make room for one more element in *arr (n used, *cap allocated). */
-static int plabel_grow(void *arr, size_t *cap, size_t n, size_t elsz)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (ncap > SIZE_MAX / elsz)
-		return -ENOMEM;
-	na = realloc(*a, ncap * elsz);
-	if (!na)
-		return -ENOMEM;
-	*a = na;
-	*cap = ncap;
-	return 0;
-}
 
 /* ---- the profile ---- */
 
@@ -199,7 +102,7 @@ struct plabel_prof {
 
 	struct plabel_pstr **strs;
 	size_t nstrs, capstrs;
-	struct plabel_hmap str_h;
+	struct plabel_itab str_h;
 
 	struct plabel_prof_value_type *stypes;
 	size_t nstypes;
@@ -214,19 +117,19 @@ struct plabel_prof {
 	struct plabel_pmap *maps;
 	size_t nmaps, capmaps;
 	size_t main_map;	/* index of the mapping written first */
-	struct plabel_hmap map_key_h, map_id_h;
+	struct plabel_itab map_key_h, map_id_h;
 
 	struct plabel_pfunc *funcs;
 	size_t nfuncs, capfuncs;
-	struct plabel_hmap func_key_h, func_id_h;
+	struct plabel_itab func_key_h, func_id_h;
 
 	struct plabel_ploc *locs;
 	size_t nlocs, caplocs;
-	struct plabel_hmap loc_key_h, loc_id_h;
+	struct plabel_itab loc_key_h, loc_id_h;
 
 	struct plabel_psample *samples;
 	size_t nsamples, capsamples;
-	struct plabel_hmap sample_h;
+	struct plabel_itab sample_h;
 
 	/* label sets of plabel_prof_labelset(), by id - 1 */
 	struct plabel_plset *lsets;
@@ -249,12 +152,12 @@ static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pstr *ps;
 
-	while ((i = plabel_hmap_next(&p->str_h, hash, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->str_h, hash, &pos)) != SIZE_MAX) {
 		if (!strncmp(p->strs[i]->s, s, len) && !p->strs[i]->s[len])
 			return p->strs[i]->s;
 	}
 	if (plabel_grow(&p->strs, &p->capstrs, p->nstrs, sizeof(*p->strs)) ||
-	    plabel_hmap_reserve(&p->str_h))
+	    plabel_itab_reserve(&p->str_h, 1))
 		return NULL;
 	ps = malloc(sizeof(*ps) + len + 1);
 	if (!ps)
@@ -262,7 +165,7 @@ static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
 	ps->idx = p->nstrs;
 	memcpy(ps->s, s, len);
 	ps->s[len] = '\0';
-	plabel_hmap_put(&p->str_h, hash, p->nstrs);
+	plabel_itab_put(&p->str_h, hash, p->nstrs);
 	p->strs[p->nstrs++] = ps;
 	return ps->s;
 }
@@ -420,14 +323,14 @@ void plabel_prof_free(struct plabel_prof *p)
 	for (i = 0; i < p->nstrs; i++)
 		free(p->strs[i]);
 	free(p->strs);
-	plabel_hmap_free(&p->str_h);
-	plabel_hmap_free(&p->map_key_h);
-	plabel_hmap_free(&p->map_id_h);
-	plabel_hmap_free(&p->func_key_h);
-	plabel_hmap_free(&p->func_id_h);
-	plabel_hmap_free(&p->loc_key_h);
-	plabel_hmap_free(&p->loc_id_h);
-	plabel_hmap_free(&p->sample_h);
+	plabel_itab_free(&p->str_h);
+	plabel_itab_free(&p->map_key_h);
+	plabel_itab_free(&p->map_id_h);
+	plabel_itab_free(&p->func_key_h);
+	plabel_itab_free(&p->func_id_h);
+	plabel_itab_free(&p->loc_key_h);
+	plabel_itab_free(&p->loc_id_h);
+	plabel_itab_free(&p->sample_h);
 	free(p);
 }
 
@@ -495,7 +398,7 @@ static size_t plabel_find_map(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->map_id_h, plabel_id_hash(id), &pos)) !=
+	while ((i = plabel_itab_next(&p->map_id_h, plabel_id_hash(id), &pos)) !=
 	       SIZE_MAX)
 		if (p->maps[i].id == id)
 			return i;
@@ -506,7 +409,7 @@ static size_t plabel_find_func(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->func_id_h, plabel_id_hash(id),
+	while ((i = plabel_itab_next(&p->func_id_h, plabel_id_hash(id),
 				     &pos)) != SIZE_MAX)
 		if (p->funcs[i].id == id)
 			return i;
@@ -517,7 +420,7 @@ static size_t plabel_find_loc(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->loc_id_h, plabel_id_hash(id), &pos)) !=
+	while ((i = plabel_itab_next(&p->loc_id_h, plabel_id_hash(id), &pos)) !=
 	       SIZE_MAX)
 		if (p->locs[i].id == id)
 			return i;
@@ -544,12 +447,12 @@ static size_t plabel_add_map(struct plabel_prof *p, const struct plabel_pmap *m,
 	size_t i = p->nmaps;
 
 	if (plabel_grow(&p->maps, &p->capmaps, p->nmaps, sizeof(*p->maps)) ||
-	    plabel_hmap_reserve(&p->map_id_h) ||
-	    (keyed && plabel_hmap_reserve(&p->map_key_h)))
+	    plabel_itab_reserve(&p->map_id_h, 1) ||
+	    (keyed && plabel_itab_reserve(&p->map_key_h, 1)))
 		return SIZE_MAX;
-	plabel_hmap_put(&p->map_id_h, plabel_id_hash(m->id), i);
+	plabel_itab_put(&p->map_id_h, plabel_id_hash(m->id), i);
 	if (keyed)
-		plabel_hmap_put(&p->map_key_h, plabel_map_hash(m), i);
+		plabel_itab_put(&p->map_key_h, plabel_map_hash(m), i);
 	p->maps[p->nmaps++] = *m;
 	return i;
 }
@@ -571,7 +474,7 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 	if (!m.file || !m.build_id)
 		return 0;
 	h = plabel_map_hash(&m);
-	while ((i = plabel_hmap_next(&p->map_key_h, h, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->map_key_h, h, &pos)) != SIZE_MAX) {
 		const struct plabel_pmap *o = &p->maps[i];
 
 		if (o->start == start && o->limit == limit &&
@@ -607,16 +510,16 @@ static size_t plabel_func_get(struct plabel_prof *p, const char *name,
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pfunc *f;
 
-	while ((i = plabel_hmap_next(&p->func_key_h, h, &pos)) != SIZE_MAX)
+	while ((i = plabel_itab_next(&p->func_key_h, h, &pos)) != SIZE_MAX)
 		if (p->funcs[i].name == name && p->funcs[i].file == file)
 			return i;
 	if (plabel_grow(&p->funcs, &p->capfuncs, p->nfuncs, sizeof(*p->funcs)) ||
-	    plabel_hmap_reserve(&p->func_key_h) ||
-	    plabel_hmap_reserve(&p->func_id_h))
+	    plabel_itab_reserve(&p->func_key_h, 1) ||
+	    plabel_itab_reserve(&p->func_id_h, 1))
 		return SIZE_MAX;
 	i = p->nfuncs;
-	plabel_hmap_put(&p->func_key_h, h, i);
-	plabel_hmap_put(&p->func_id_h, plabel_id_hash(i + 1), i);
+	plabel_itab_put(&p->func_key_h, h, i);
+	plabel_itab_put(&p->func_id_h, plabel_id_hash(i + 1), i);
 	f = &p->funcs[i];
 	f->id = i + 1;
 	f->name = name;
@@ -646,7 +549,7 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 
 	if (!p->built)
 		return 0;
-	while ((i = plabel_hmap_next(&p->loc_key_h, h, &pos)) != SIZE_MAX)
+	while ((i = plabel_itab_next(&p->loc_key_h, h, &pos)) != SIZE_MAX)
 		if (p->locs[i].mapping_id == mapping_id &&
 		    p->locs[i].address == address)
 			return p->locs[i].id;
@@ -687,13 +590,13 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 		m->has_inline_frames = true;
 	l.nlines = nlines;
 	if (plabel_grow(&p->locs, &p->caplocs, p->nlocs, sizeof(*p->locs)) ||
-	    plabel_hmap_reserve(&p->loc_key_h) ||
-	    plabel_hmap_reserve(&p->loc_id_h))
+	    plabel_itab_reserve(&p->loc_key_h, 1) ||
+	    plabel_itab_reserve(&p->loc_id_h, 1))
 		goto err_free;
 	i = p->nlocs;
 	l.id = i + 1;
-	plabel_hmap_put(&p->loc_key_h, h, i);
-	plabel_hmap_put(&p->loc_id_h, plabel_id_hash(l.id), i);
+	plabel_itab_put(&p->loc_key_h, h, i);
+	plabel_itab_put(&p->loc_id_h, plabel_id_hash(l.id), i);
 	p->locs[p->nlocs++] = l;
 	return l.id;
 
@@ -857,9 +760,9 @@ static int plabel_sample_insert(struct plabel_prof *p,
 		s.values[1] = nanos;
 	if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
 			sizeof(*p->samples)) ||
-	    plabel_hmap_reserve(&p->sample_h))
+	    plabel_itab_reserve(&p->sample_h, 1))
 		goto err_free;
-	plabel_hmap_put(&p->sample_h, hash, p->nsamples);
+	plabel_itab_put(&p->sample_h, hash, p->nsamples);
 	p->samples[p->nsamples++] = s;
 	return 0;
 
@@ -894,7 +797,7 @@ static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
 	    plabel_num_label(p, &p->tid_key, "tid", tid, &num[k.nnum++]))
 		return -ENOMEM;
 	hash = plabel_sample_hash(&k);
-	while ((i = plabel_hmap_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
 		struct plabel_psample *o = &p->samples[i];
 
 		if (!plabel_sample_eq(o, &k))
@@ -1481,9 +1384,9 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 					   (unsigned long long)f->id);
 		if (plabel_grow(&p->funcs, &p->capfuncs, p->nfuncs,
 				sizeof(*p->funcs)) ||
-		    plabel_hmap_reserve(&p->func_id_h))
+		    plabel_itab_reserve(&p->func_id_h, 1))
 			return plabel_fail(err, -ENOMEM, "out of memory");
-		plabel_hmap_put(&p->func_id_h, plabel_id_hash(f->id),
+		plabel_itab_put(&p->func_id_h, plabel_id_hash(f->id),
 				p->nfuncs);
 		pf = &p->funcs[p->nfuncs++];
 		pf->id = f->id;
@@ -1514,9 +1417,9 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 					   (unsigned long long)l->mapping_id);
 		if (plabel_grow(&p->locs, &p->caplocs, p->nlocs,
 				sizeof(*p->locs)) ||
-		    plabel_hmap_reserve(&p->loc_id_h))
+		    plabel_itab_reserve(&p->loc_id_h, 1))
 			return plabel_fail(err, -ENOMEM, "out of memory");
-		plabel_hmap_put(&p->loc_id_h, plabel_id_hash(l->id), p->nlocs);
+		plabel_itab_put(&p->loc_id_h, plabel_id_hash(l->id), p->nlocs);
 		pl = &p->locs[p->nlocs++];
 		memset(pl, 0, sizeof(*pl));
 		pl->id = l->id;
