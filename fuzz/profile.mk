@@ -14,7 +14,7 @@ FUZZ_CFLAGS	:= -std=gnu11 -g -O1 -fno-omit-frame-pointer \
 PROFILE_FUZZ	:= $(B)/fuzz/profile_fuzz
 
 PROFILE_FUZZ_SRCS := fuzz/profile_fuzz.c tools/profile.c tools/pprof_codec.c \
-		     tools/report.c tools/table.c
+		     tools/report.c tools/table.c tools/kind.c
 
 $(PROFILE_FUZZ): $(PROFILE_FUZZ_SRCS) $(wildcard tools/*.h) $(PROTO_C) \
 		 $(PROTO_HDR) fuzz/profile.mk

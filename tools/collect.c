@@ -2270,10 +2270,11 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 }
 
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
-			  int64_t duration_nanos, struct plabel_prof **cpu,
-			  struct plabel_prof **threadcreate)
+			  int64_t duration_nanos,
+			  struct plabel_prof *profs[PLABEL_PROF_NKINDS])
 {
-	struct plabel_prof *pc, *pt;
+	struct plabel_prof *built[PLABEL_PROF_NKINDS] = { NULL };
+	size_t k;
 	int ret;
 
 	ret = plabel_unwind_all_pending(c);
@@ -2287,26 +2288,23 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	c->lsets_sorted = 1;
 	c->st.unresolved = 0;
 
-	pc = plabel_prof_new(PLABEL_PROF_CPU, c->period_ns);
-	pt = plabel_prof_new(PLABEL_PROF_THREADCREATE, 1);
-	if (!pc || !pt) {
-		ret = -ENOMEM;
-		goto err_free;
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
+		built[k] = plabel_prof_new(k, c->period_ns);
+		if (!built[k]) {
+			ret = -ENOMEM;
+			goto err_free;
+		}
+		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
+		ret = plabel_build_one(c, plabel_kinds[k].rec_type, built[k]);
+		if (ret)
+			goto err_free;
 	}
-	plabel_prof_set_time(pc, time_nanos, duration_nanos);
-	plabel_prof_set_time(pt, time_nanos, duration_nanos);
-	ret = plabel_build_one(c, PLABEL_REC_SAMPLE, pc);
-	if (ret)
-		goto err_free;
-	ret = plabel_build_one(c, PLABEL_REC_THREAD, pt);
-	if (ret)
-		goto err_free;
-	*cpu = pc;
-	*threadcreate = pt;
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		profs[k] = built[k];
 	return 0;
 
 err_free:
-	plabel_prof_free(pc);
-	plabel_prof_free(pt);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(built[k]);
 	return ret;
 }

@@ -165,30 +165,32 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 				    uint64_t period_ns)
 {
 	struct plabel_prof *p = plabel_prof_alloc();
+	const struct plabel_kind *k;
+	size_t i;
 
 	if (!p)
 		return NULL;
 	p->built = true;
-	p->nstypes = kind == PLABEL_PROF_CPU ? 2 : 1;
+	if ((unsigned int)kind >= PLABEL_PROF_NKINDS)
+		goto err_free;
+	k = &plabel_kinds[kind];
+	p->nstypes = k->nvalues;
 	p->stypes = calloc(p->nstypes, sizeof(*p->stypes));
 	if (!p->stypes)
 		goto err_free;
-	if (kind == PLABEL_PROF_CPU) {
-		p->stypes[0].type = plabel_intern(p, "samples");
-		p->stypes[0].unit = plabel_intern(p, "count");
-		p->stypes[1].type = plabel_intern(p, "cpu");
-		p->stypes[1].unit = plabel_intern(p, "nanoseconds");
-		p->ptype = p->stypes[1];
-		p->period = (int64_t)period_ns;
-	} else {
-		p->stypes[0].type = plabel_intern(p, "threadcreate");
-		p->stypes[0].unit = plabel_intern(p, "count");
-		p->ptype = p->stypes[0];
-		p->period = 1;
+	for (i = 0; i < k->nvalues; i++) {
+		p->stypes[i].type = plabel_intern(p, k->values[i].type);
+		p->stypes[i].unit = plabel_intern(p, k->values[i].unit);
+		if (!p->stypes[i].type || !p->stypes[i].unit)
+			goto err_free;
 	}
-	if (!p->stypes[p->nstypes - 1].type || !p->stypes[p->nstypes - 1].unit ||
-	    !p->stypes[0].type || !p->stypes[0].unit)
-		goto err_free;
+	p->ptype = p->stypes[k->period_value];
+	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
+	if (k->default_type) {
+		p->default_type = plabel_intern(p, k->default_type);
+		if (!p->default_type)
+			goto err_free;
+	}
 	return p;
 
 err_free:

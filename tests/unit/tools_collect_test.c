@@ -23,6 +23,7 @@
 #include "../../tools/collect.h"
 #include "../../tools/profile.h"
 #include "../../tools/stream.h"
+#include "tools/finish.h"
 #include "tools/stream_build.h"
 
 #define GOLDEN_DIR	"tests/unit/tools/golden/"
@@ -270,8 +271,8 @@ static void golden_run(struct __test_metadata *_metadata,
 				     PLABEL_COLLECT_NAME_LABELS);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, feed(c));
-	ASSERT_EQ(0, plabel_collect_finish(c, 1700000000000000000LL,
-					   2000000000, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 1700000000000000000LL,
+				   2000000000, &cpu, &tc));
 	snprintf(what, sizeof(what), "%s_cpu", name);
 	EXPECT_EQ(0, golden_check(cpu, what));
 	snprintf(what, sizeof(what), "%s_threadcreate", name);

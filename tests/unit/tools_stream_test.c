@@ -16,6 +16,7 @@
 #include "../../tools/collect.h"
 #include "../../tools/profile.h"
 #include "../../tools/stream.h"
+#include "tools/finish.h"
 #include "tools/stream_build.h"
 
 static int decode_all(const void *buf, size_t len, int *count)
@@ -319,7 +320,7 @@ TEST(aggregate_profiles)
 	EXPECT_EQ(2, st.labelsets);
 	EXPECT_EQ(5, st.lost);
 	EXPECT_EQ(PLABEL_REC_VERSION, st.version);
-	ASSERT_EQ(0, plabel_collect_finish(c, 1, 2, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 1, 2, &cpu, &tc));
 
 	/* through the wire format and back */
 	ASSERT_EQ(0, plabel_prof_encode(cpu, &enc, &enclen));
@@ -460,7 +461,7 @@ TEST(weigh_by_thread_cpu_time)
 	c = plabel_collect_new(syms, 0);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
 		const struct plabel_prof_label *w;
 
@@ -522,7 +523,7 @@ TEST(aggregate_exec_generations)
 	c = plabel_collect_new(syms, 0);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	ASSERT_EQ(2, plabel_prof_num_samples(cpu));
 	for (i = 0; i < 2; i++) {
 		plabel_prof_get_sample(cpu, i, &si);
@@ -586,7 +587,7 @@ static int64_t feed_count_named(struct plabel_syms *syms, const struct sbuf *b,
 	int64_t named = -1;
 
 	if (c && !plabel_collect_buffer(c, b->data, b->len) &&
-	    !plabel_collect_finish(c, 0, 0, &cpu, &tc))
+	    !finish_cpu_tc(c, 0, 0, &cpu, &tc))
 		named = count_named(cpu, other);
 	plabel_prof_free(cpu);
 	plabel_prof_free(tc);
@@ -661,7 +662,7 @@ TEST(proc_maps_only_when_the_kernel_gave_none)
 	EXPECT_EQ(1, st.proc_maps);
 	plabel_maps_free(maps, n);
 
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	/* first image (its record) and newest (/proc) resolve; the middle not */
 	EXPECT_EQ(5, count_named(cpu, &other));
 	EXPECT_EQ(2, other);
@@ -714,7 +715,7 @@ TEST(many_processes)
 	plabel_collect_stats(c, &st);
 	EXPECT_EQ(3003, st.samples);
 
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	ASSERT_EQ(3000, plabel_prof_num_samples(cpu));
 	for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
 		plabel_prof_get_sample(cpu, i, &si);
@@ -834,7 +835,7 @@ TEST(aggregate_skip_before_exec)
 	ASSERT_NE(NULL, c);
 	plabel_collect_skip_before_exec(c, 8);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	/* pid 8 after its exec, and pid 9 */
 	EXPECT_EQ(2, plabel_prof_num_samples(cpu));
 	plabel_prof_get_sample(cpu, 0, &si);
@@ -861,7 +862,7 @@ TEST(aggregate_unresolved_set_is_visible)
 	c = plabel_collect_new(syms, 0);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
 	plabel_prof_get_sample(cpu, 0, &si);
 	ASSERT_EQ(1, si.nlabels);
@@ -1078,7 +1079,7 @@ TEST(merge_settled_samples)
 		c = ms_feed(syms, m, k, &held[k]);
 		ASSERT_NE(NULL, c);
 		plabel_collect_stats(c, &st[k]);
-		ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu[k], &tc[k]));
+		ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu[k], &tc[k]));
 		plabel_collect_free(c);
 		ms_sums(cpu[k], fn, &got);
 		EXPECT_EQ(0, memcmp(&want, &got, sizeof(want)));
@@ -1140,7 +1141,7 @@ TEST(merge_late_exec_is_visible)
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
 	plabel_collect_stats(c, &st);
 	EXPECT_EQ(1, st.late);
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	ASSERT_EQ(1, plabel_prof_num_samples(cpu));
 	for (i = 0; i < plabel_prof_num_comments(cpu); i++)
 		if (!strcmp(plabel_prof_comment(cpu, i),
@@ -1205,7 +1206,7 @@ TEST(name_labels_from_exec_and_comm)
 		c = plabel_collect_new(syms, flags);
 		ASSERT_NE(NULL, c);
 		ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
-		ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+		ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 		/* without names, the two unlabeled samples are one */
 		ASSERT_EQ(flags ? 3 : 2, plabel_prof_num_samples(cpu));
 		for (i = 0; i < plabel_prof_num_samples(cpu); i++) {
