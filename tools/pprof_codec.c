@@ -21,7 +21,7 @@
 /* ---- writer ---- */
 
 /* All the protobuf-c structs of one encoding, freed together. */
-struct plabel_enc {
+struct pb_writer {
 	Perftools__Profiles__Profile prof;
 	Perftools__Profiles__ValueType *vt, **vtp, period_type;
 	Perftools__Profiles__Sample *s, **sp;
@@ -34,7 +34,7 @@ struct plabel_enc {
 	char **strtab;
 };
 
-static void plabel_enc_free(struct plabel_enc *e)
+static void pb_writer_free(struct pb_writer *e)
 {
 	free(e->vt);
 	free(e->vtp);
@@ -58,7 +58,7 @@ static void plabel_enc_free(struct plabel_enc *e)
 	(((a) = calloc((n) ? (n) : 1, sizeof(*(a)))) && \
 	 ((ap) = calloc((n) ? (n) : 1, sizeof(*(ap)))))
 
-static int plabel_enc_build(const struct plabel_prof *p, struct plabel_enc *e)
+static int pb_writer_build(const struct plabel_prof *p, struct pb_writer *e)
 {
 	size_t i, j, nlab = 0, nln = 0, li = 0, lni = 0;
 
@@ -205,13 +205,13 @@ static int plabel_enc_build(const struct plabel_prof *p, struct plabel_enc *e)
 int plabel_prof_encode(const struct plabel_prof *p, uint8_t **buf,
 		       size_t *len)
 {
-	struct plabel_enc e;
+	struct pb_writer e;
 	uint8_t *raw = NULL, *gz = NULL;
 	size_t rawlen;
 	z_stream z;
 	int ret;
 
-	ret = plabel_enc_build(p, &e);
+	ret = pb_writer_build(p, &e);
 	if (ret)
 		goto err_enc;
 	rawlen = perftools__profiles__profile__get_packed_size(&e.prof);
@@ -251,11 +251,11 @@ err_z:
 err_raw:
 	free(raw);
 err_enc:
-	plabel_enc_free(&e);
+	pb_writer_free(&e);
 	return ret;
 }
 
-static int plabel_write_all(int fd, const uint8_t *buf, size_t len)
+static int write_all(int fd, const uint8_t *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, buf, len);
@@ -281,7 +281,7 @@ int plabel_prof_write(const struct plabel_prof *p, const char *path)
 	if (ret)
 		return ret;
 	if (!strcmp(path, "-")) {
-		ret = plabel_write_all(STDOUT_FILENO, buf, len);
+		ret = write_all(STDOUT_FILENO, buf, len);
 		free(buf);
 		return ret;
 	}
@@ -290,7 +290,7 @@ int plabel_prof_write(const struct plabel_prof *p, const char *path)
 		ret = -errno;
 		goto err_buf;
 	}
-	ret = plabel_write_all(fd, buf, len);
+	ret = write_all(fd, buf, len);
 	if (close(fd) && !ret)
 		ret = -errno;
 err_buf:
@@ -300,26 +300,26 @@ err_buf:
 
 /* ---- reader ---- */
 
-static __thread char plabel_errbuf[256];
+static __thread char pb_errbuf[256];
 
-static int plabel_fail(const char **err, int ret, const char *fmt, ...)
+static int pb_fail(const char **err, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int plabel_fail(const char **err, int ret, const char *fmt, ...)
+static int pb_fail(const char **err, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(plabel_errbuf, sizeof(plabel_errbuf), fmt, ap);
+	vsnprintf(pb_errbuf, sizeof(pb_errbuf), fmt, ap);
 	va_end(ap);
 	if (err)
-		*err = plabel_errbuf;
+		*err = pb_errbuf;
 	return ret;
 }
 
 /* Inflate gzip data (one or more members) into a malloc()ed buffer. */
-static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
-			 size_t *outlen, const char **err)
+static int gunzip_all(const uint8_t *in, size_t inlen, uint8_t **out,
+		      size_t *outlen, const char **err)
 {
 	size_t cap = inlen * 4 + 4096, used = 0;
 	uint8_t *buf = NULL;
@@ -330,10 +330,10 @@ static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
 		cap = PLABEL_PROF_MAX_BYTES;
 	memset(&z, 0, sizeof(z));
 	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return plabel_fail(err, -ENOMEM, "out of memory");
+		return pb_fail(err, -ENOMEM, "out of memory");
 	buf = malloc(cap);
 	if (!buf) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
+		ret = pb_fail(err, -ENOMEM, "out of memory");
 		goto err_z;
 	}
 	z.next_in = (uint8_t *)in;
@@ -343,16 +343,16 @@ static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
 			uint8_t *nb;
 
 			if (cap >= PLABEL_PROF_MAX_BYTES) {
-				ret = plabel_fail(err, -EFBIG,
-						  "decompressed profile larger than %u MiB",
-						  PLABEL_PROF_MAX_BYTES >> 20);
+				ret = pb_fail(err, -EFBIG,
+					      "decompressed profile larger than %u MiB",
+					      PLABEL_PROF_MAX_BYTES >> 20);
 				goto err_buf;
 			}
 			cap = cap * 2 > PLABEL_PROF_MAX_BYTES ?
 				PLABEL_PROF_MAX_BYTES : cap * 2;
 			nb = realloc(buf, cap);
 			if (!nb) {
-				ret = plabel_fail(err, -ENOMEM, "out of memory");
+				ret = pb_fail(err, -ENOMEM, "out of memory");
 				goto err_buf;
 			}
 			buf = nb;
@@ -366,15 +366,15 @@ static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
 			if (z.avail_in >= 2 && z.next_in[0] == 0x1f &&
 			    z.next_in[1] == 0x8b) {
 				if (inflateReset(&z) != Z_OK) {
-					ret = plabel_fail(err, -EBADMSG,
-							  "bad gzip data");
+					ret = pb_fail(err, -EBADMSG,
+						      "bad gzip data");
 					goto err_buf;
 				}
 				continue;
 			}
 			if (z.avail_in) {
-				ret = plabel_fail(err, -EBADMSG,
-						  "trailing garbage after gzip data");
+				ret = pb_fail(err, -EBADMSG,
+					      "trailing garbage after gzip data");
 				goto err_buf;
 			}
 			break;
@@ -382,15 +382,15 @@ static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
 		if (zr == Z_OK)
 			continue;
 		if (zr == Z_BUF_ERROR && z.avail_out)
-			ret = plabel_fail(err, -EBADMSG,
-					  "truncated gzip data");
+			ret = pb_fail(err, -EBADMSG,
+				      "truncated gzip data");
 		else if (zr == Z_MEM_ERROR)
-			ret = plabel_fail(err, -ENOMEM, "out of memory");
+			ret = pb_fail(err, -ENOMEM, "out of memory");
 		else if (zr == Z_BUF_ERROR)
 			continue;
 		else
-			ret = plabel_fail(err, -EBADMSG, "bad gzip data: %s",
-					  z.msg ? z.msg : "corrupt");
+			ret = pb_fail(err, -EBADMSG, "bad gzip data: %s",
+				      z.msg ? z.msg : "corrupt");
 		goto err_buf;
 	}
 	inflateEnd(&z);
@@ -406,76 +406,76 @@ err_z:
 }
 
 /* Checked string table access while converting a decoded profile. */
-struct plabel_dec {
+struct pb_reader {
 	const Perftools__Profiles__Profile *pb;
 	const char **str;	/* interned, by file index */
 	const char **err;
 	int ret;
 };
 
-static const char *plabel_dec_str(struct plabel_dec *d, int64_t idx,
-				  const char *what)
+static const char *pb_str(struct pb_reader *d, int64_t idx,
+			  const char *what)
 {
 	if (idx < 0 || (uint64_t)idx >= d->pb->n_string_table) {
 		if (!d->ret)
-			d->ret = plabel_fail(d->err, -EINVAL,
-					     "%s: string index %lld out of range (string table has %zu entries)",
-					     what, (long long)idx,
-					     d->pb->n_string_table);
+			d->ret = pb_fail(d->err, -EINVAL,
+					 "%s: string index %lld out of range (string table has %zu entries)",
+					 what, (long long)idx,
+					 d->pb->n_string_table);
 		return d->str[0];
 	}
 	return d->str[idx];
 }
 
-static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
+static int pb_convert(struct plabel_prof *p, struct pb_reader *d)
 {
 	const Perftools__Profiles__Profile *pb = d->pb;
 	const char **err = d->err;
 	size_t i, j;
 
 	if (!pb->n_string_table || pb->string_table[0][0])
-		return plabel_fail(err, -EINVAL,
-				   "string table must start with the empty string");
+		return pb_fail(err, -EINVAL,
+			       "string table must start with the empty string");
 	d->str = calloc(pb->n_string_table, sizeof(*d->str));
 	if (!d->str)
-		return plabel_fail(err, -ENOMEM, "out of memory");
+		return pb_fail(err, -ENOMEM, "out of memory");
 	for (i = 0; i < pb->n_string_table; i++) {
 		d->str[i] = plabel_intern_esc(p, pb->string_table[i],
 					     false);
 		if (!d->str[i])
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 	}
 
 	if (!pb->n_sample_type && pb->n_sample)
-		return plabel_fail(err, -EINVAL, "missing sample types");
+		return pb_fail(err, -EINVAL, "missing sample types");
 	p->stypes = calloc(pb->n_sample_type ? pb->n_sample_type : 1,
 			   sizeof(*p->stypes));
 	if (!p->stypes)
-		return plabel_fail(err, -ENOMEM, "out of memory");
+		return pb_fail(err, -ENOMEM, "out of memory");
 	p->nstypes = pb->n_sample_type;
 	for (i = 0; i < pb->n_sample_type; i++) {
-		p->stypes[i].type = plabel_dec_str(d, pb->sample_type[i]->type,
-						   "sample type");
-		p->stypes[i].unit = plabel_dec_str(d, pb->sample_type[i]->unit,
-						   "sample type unit");
+		p->stypes[i].type = pb_str(d, pb->sample_type[i]->type,
+					   "sample type");
+		p->stypes[i].unit = pb_str(d, pb->sample_type[i]->unit,
+					   "sample type unit");
 	}
 	if (pb->period_type) {
-		p->ptype.type = plabel_dec_str(d, pb->period_type->type,
-					       "period type");
-		p->ptype.unit = plabel_dec_str(d, pb->period_type->unit,
-					       "period type unit");
+		p->ptype.type = pb_str(d, pb->period_type->type,
+				       "period type");
+		p->ptype.unit = pb_str(d, pb->period_type->unit,
+				       "period type unit");
 	}
 	p->period = pb->period;
 	p->time_nanos = pb->time_nanos;
 	p->duration_nanos = pb->duration_nanos;
-	p->drop_frames = plabel_dec_str(d, pb->drop_frames, "drop_frames");
-	p->keep_frames = plabel_dec_str(d, pb->keep_frames, "keep_frames");
-	p->default_type = plabel_dec_str(d, pb->default_sample_type,
-					 "default_sample_type");
+	p->drop_frames = pb_str(d, pb->drop_frames, "drop_frames");
+	p->keep_frames = pb_str(d, pb->keep_frames, "keep_frames");
+	p->default_type = pb_str(d, pb->default_sample_type,
+				 "default_sample_type");
 	for (i = 0; i < pb->n_comment; i++)
-		if (plabel_add_comment_str(p, plabel_dec_str(d, pb->comment[i],
-							     "comment")))
-			return plabel_fail(err, -ENOMEM, "out of memory");
+		if (plabel_add_comment_str(p, pb_str(d, pb->comment[i],
+						     "comment")))
+			return pb_fail(err, -ENOMEM, "out of memory");
 	if (d->ret)
 		return d->ret;
 
@@ -491,17 +491,17 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 		};
 
 		if (!m->id)
-			return plabel_fail(err, -EINVAL, "mapping with id 0");
+			return pb_fail(err, -EINVAL, "mapping with id 0");
 		if (plabel_find_map(p, m->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two mappings with id %llu",
-					   (unsigned long long)m->id);
-		pm.file = plabel_dec_str(d, m->filename, "mapping file name");
-		pm.build_id = plabel_dec_str(d, m->build_id, "mapping build id");
+			return pb_fail(err, -EINVAL,
+				       "two mappings with id %llu",
+				       (unsigned long long)m->id);
+		pm.file = pb_str(d, m->filename, "mapping file name");
+		pm.build_id = pb_str(d, m->build_id, "mapping build id");
 		if (d->ret)
 			return d->ret;
 		if (plabel_add_map(p, &pm, false) == SIZE_MAX)
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 	}
 
 	for (i = 0; i < pb->n_function; i++) {
@@ -509,23 +509,23 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 		struct plabel_pfunc *pf;
 
 		if (!f->id)
-			return plabel_fail(err, -EINVAL, "function with id 0");
+			return pb_fail(err, -EINVAL, "function with id 0");
 		if (plabel_find_func(p, f->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two functions with id %llu",
-					   (unsigned long long)f->id);
+			return pb_fail(err, -EINVAL,
+				       "two functions with id %llu",
+				       (unsigned long long)f->id);
 		if (plabel_grow(&p->funcs, &p->capfuncs, p->nfuncs,
 				sizeof(*p->funcs)) ||
 		    plabel_itab_reserve(&p->func_id_h, 1))
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 		plabel_itab_put(&p->func_id_h, plabel_id_hash(f->id),
 				p->nfuncs);
 		pf = &p->funcs[p->nfuncs++];
 		pf->id = f->id;
-		pf->name = plabel_dec_str(d, f->name, "function name");
-		pf->system_name = plabel_dec_str(d, f->system_name,
-						 "function system name");
-		pf->file = plabel_dec_str(d, f->filename, "function file name");
+		pf->name = pb_str(d, f->name, "function name");
+		pf->system_name = pb_str(d, f->system_name,
+					 "function system name");
+		pf->file = pb_str(d, f->filename, "function file name");
 		pf->start_line = f->start_line;
 		if (d->ret)
 			return d->ret;
@@ -536,21 +536,21 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 		struct plabel_ploc *pl;
 
 		if (!l->id)
-			return plabel_fail(err, -EINVAL, "location with id 0");
+			return pb_fail(err, -EINVAL, "location with id 0");
 		if (plabel_find_loc(p, l->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two locations with id %llu",
-					   (unsigned long long)l->id);
+			return pb_fail(err, -EINVAL,
+				       "two locations with id %llu",
+				       (unsigned long long)l->id);
 		if (l->mapping_id && plabel_find_map(p, l->mapping_id) ==
 				     SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "location %llu: no mapping with id %llu",
-					   (unsigned long long)l->id,
-					   (unsigned long long)l->mapping_id);
+			return pb_fail(err, -EINVAL,
+				       "location %llu: no mapping with id %llu",
+				       (unsigned long long)l->id,
+				       (unsigned long long)l->mapping_id);
 		if (plabel_grow(&p->locs, &p->caplocs, p->nlocs,
 				sizeof(*p->locs)) ||
 		    plabel_itab_reserve(&p->loc_id_h, 1))
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 		plabel_itab_put(&p->loc_id_h, plabel_id_hash(l->id), p->nlocs);
 		pl = &p->locs[p->nlocs++];
 		memset(pl, 0, sizeof(*pl));
@@ -563,16 +563,16 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 		pl->lines = calloc(l->n_line, sizeof(*pl->lines));
 		pl->func_idx = calloc(l->n_line, sizeof(*pl->func_idx));
 		if (!pl->lines || !pl->func_idx)
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 		pl->nlines = l->n_line;
 		for (j = 0; j < l->n_line; j++) {
 			size_t fi = plabel_find_func(p, l->line[j]->function_id);
 
 			if (fi == SIZE_MAX)
-				return plabel_fail(err, -EINVAL,
-						   "location %llu: line %zu refers to function %llu, which does not exist",
-						   (unsigned long long)l->id, j,
-						   (unsigned long long)l->line[j]->function_id);
+				return pb_fail(err, -EINVAL,
+					       "location %llu: line %zu refers to function %llu, which does not exist",
+					       (unsigned long long)l->id, j,
+					       (unsigned long long)l->line[j]->function_id);
 			pl->func_idx[j] = fi;
 			pl->lines[j].function = p->funcs[fi].name;
 			pl->lines[j].file = p->funcs[fi].file;
@@ -585,17 +585,17 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 		struct plabel_psample *ps;
 
 		if (s->n_value != p->nstypes)
-			return plabel_fail(err, -EINVAL,
-					   "sample %zu has %zu values for %zu sample types",
-					   i, s->n_value, p->nstypes);
+			return pb_fail(err, -EINVAL,
+				       "sample %zu has %zu values for %zu sample types",
+				       i, s->n_value, p->nstypes);
 		for (j = 0; j < s->n_location_id; j++)
 			if (plabel_find_loc(p, s->location_id[j]) == SIZE_MAX)
-				return plabel_fail(err, -EINVAL,
-						   "sample %zu refers to location %llu, which does not exist",
-						   i, (unsigned long long)s->location_id[j]);
+				return pb_fail(err, -EINVAL,
+					       "sample %zu refers to location %llu, which does not exist",
+					       i, (unsigned long long)s->location_id[j]);
 		if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
 				sizeof(*p->samples)))
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 		ps = &p->samples[p->nsamples++];
 		memset(ps, 0, sizeof(*ps));
 		ps->nlocs = s->n_location_id;
@@ -607,7 +607,7 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 				    sizeof(*ps->labels));
 		ps->num = calloc(s->n_label ? s->n_label : 1, sizeof(*ps->num));
 		if (!ps->locs || !ps->values || !ps->labels || !ps->num)
-			return plabel_fail(err, -ENOMEM, "out of memory");
+			return pb_fail(err, -ENOMEM, "out of memory");
 		if (ps->nlocs)
 			memcpy(ps->locs, s->location_id,
 			       ps->nlocs * sizeof(*ps->locs));
@@ -616,8 +616,8 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 			       p->nstypes * sizeof(*ps->values));
 		for (j = 0; j < s->n_label; j++) {
 			const Perftools__Profiles__Label *l = s->label[j];
-			const char *key = plabel_dec_str(d, l->key,
-							 "label key");
+			const char *key = pb_str(d, l->key,
+						 "label key");
 
 			/* pprof's reading: str set means a string label,
 			 * else num or num_unit set means a numeric one,
@@ -625,13 +625,13 @@ static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
 			if (l->str) {
 				ps->labels[ps->nlabels].key = key;
 				ps->labels[ps->nlabels++].value =
-					plabel_dec_str(d, l->str, "label value");
+					pb_str(d, l->str, "label value");
 			} else if (l->num || l->num_unit) {
 				ps->num[ps->nnum].key = key;
 				ps->num[ps->nnum].num = l->num;
 				ps->num[ps->nnum++].unit =
-					plabel_dec_str(d, l->num_unit,
-						       "label unit");
+					pb_str(d, l->num_unit,
+					       "label unit");
 			}
 		}
 		if (d->ret)
@@ -644,13 +644,13 @@ int plabel_prof_decode(const uint8_t *buf, size_t len,
 		       struct plabel_prof **out, const char **err)
 {
 	Perftools__Profiles__Profile *pb;
-	struct plabel_dec d = { .err = err };
+	struct pb_reader d = { .err = err };
 	uint8_t *raw = NULL;
 	struct plabel_prof *p;
 	int ret;
 
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-		ret = plabel_gunzip(buf, len, &raw, &len, err);
+		ret = gunzip_all(buf, len, &raw, &len, err);
 		if (ret)
 			return ret;
 		buf = raw;
@@ -658,15 +658,15 @@ int plabel_prof_decode(const uint8_t *buf, size_t len,
 	pb = perftools__profiles__profile__unpack(NULL, len, buf);
 	free(raw);
 	if (!pb)
-		return plabel_fail(err, -EBADMSG,
-				   "not a pprof profile (protobuf decoding failed)");
+		return pb_fail(err, -EBADMSG,
+			       "not a pprof profile (protobuf decoding failed)");
 	p = plabel_prof_alloc();
 	if (!p) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
+		ret = pb_fail(err, -ENOMEM, "out of memory");
 		goto err_pb;
 	}
 	d.pb = pb;
-	ret = plabel_dec_convert(p, &d);
+	ret = pb_convert(p, &d);
 	free(d.str);
 	if (ret) {
 		plabel_prof_free(p);
@@ -688,10 +688,10 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) :
 				 dup(STDIN_FILENO);
 	if (fd < 0)
-		return plabel_fail(err, -errno, "%s", strerror(errno));
+		return pb_fail(err, -errno, "%s", strerror(errno));
 	buf = malloc(cap);
 	if (!buf) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
+		ret = pb_fail(err, -ENOMEM, "out of memory");
 		goto err_fd;
 	}
 	for (;;) {
@@ -701,15 +701,15 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 			uint8_t *nb;
 
 			if (cap >= PLABEL_PROF_MAX_BYTES) {
-				ret = plabel_fail(err, -EFBIG,
-						  "larger than %u MiB",
-						  PLABEL_PROF_MAX_BYTES >> 20);
+				ret = pb_fail(err, -EFBIG,
+					      "larger than %u MiB",
+					      PLABEL_PROF_MAX_BYTES >> 20);
 				goto err_buf;
 			}
 			nb = realloc(buf, cap * 2);
 			if (!nb) {
-				ret = plabel_fail(err, -ENOMEM,
-						  "out of memory");
+				ret = pb_fail(err, -ENOMEM,
+					      "out of memory");
 				goto err_buf;
 			}
 			buf = nb;
@@ -719,7 +719,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			ret = plabel_fail(err, -errno, "%s", strerror(errno));
+			ret = pb_fail(err, -errno, "%s", strerror(errno));
 			goto err_buf;
 		}
 		if (!n)
@@ -727,7 +727,7 @@ int plabel_prof_read(const char *path, struct plabel_prof **out,
 		len += n;
 	}
 	if (!len) {
-		ret = plabel_fail(err, -EBADMSG, "empty file");
+		ret = pb_fail(err, -EBADMSG, "empty file");
 		goto err_buf;
 	}
 	ret = plabel_prof_decode(buf, len, out, err);
