@@ -7,9 +7,12 @@
 #define PLABEL_TESTS_STREAM_BUILD_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plabel_uapi.h"
+
+#include "../../../tools/stream.h"
 
 struct sbuf {
 	uint8_t data[65536];
@@ -129,6 +132,21 @@ static inline void sb_comm(struct sbuf *b, uint32_t pid, uint32_t tid,
 	c->tid = tid;
 	c->time_ns = time_ns;
 	strncpy(c->comm, comm, sizeof(c->comm) - 1);
+}
+
+/* Decode buf to its end: the last plabel_dec_next() result, *count records. */
+static inline int decode_all(const void *buf, size_t len, int *count)
+{
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_dec d;
+	int ret;
+
+	*count = 0;
+	plabel_dec_init(&d, buf, len);
+	while ((ret = plabel_dec_next(&d, r)) > 0)
+		(*count)++;
+	free(r);
+	return ret;
 }
 
 #endif /* PLABEL_TESTS_STREAM_BUILD_H */
