@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collect.h"
+#include "spool.h"
 #include "table.h"
 #include "unwind.h"
 
@@ -145,53 +145,10 @@ struct plabel_agg {
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	65536
 
-/*
- * Unwinding a dwarf snapshot takes far longer than collecting a sample,
- * and on arrival it competes with the profiled program for the CPUs: the
- * reader falls behind and records are lost. So the snapshots (registers
- * and stack copy, up to 8 KiB a sample) are appended to an unlinked
- * temporary file and unwound at the end, in arrival order; the sample in
- * memory keeps the chain the record itself carries until then. The file
- * is the bytes written so far, then wbuf: what could not be written yet,
- * or at all (a full disk), stays there and is read from there.
- *
- * The first PLABEL_SPOOL_BUF bytes of snapshots are only copied to wbuf:
- * a short recording, or one whose only snapshots are thread creations,
- * neither creates the file nor writes it while the program runs. After
- * that, the snapshots of a buffer being fed are not copied: they are
- * written from the buffer itself with pwritev() once it has been fed
- * (while its caller still holds it), each behind its plabel_spool_ent in
- * ents. wbuf keeps room for all of them, to take what a failed write
- * leaves.
- */
-struct plabel_spool_ent {
-	uint32_t stack_size;	/* bytes after this, padded to 8 */
-	uint32_t reserved;
-	uint64_t regs[PLABEL_REGS_NR];
-};
-
-#define PLABEL_SPOOL_BUF	(1U << 20)
-#define PLABEL_SPOOL_IOV	768	/* 3 a snapshot, at most IOV_MAX */
-/* Touched ahead (plabel_collect_prefault): some thread creations' worth */
+/* Spool bytes touched ahead (plabel_collect_prefault): some thread
+ * creations' worth */
 #define PLABEL_PREFAULT_SPOOL	(64U << 10)
 
-struct plabel_spool {
-	int fd;			/* -1: not opened (yet) */
-	int broken;		/* cannot be created or written: unwind now */
-	uint64_t flen;		/* bytes in the file */
-	uint8_t *wbuf;		/* bytes after those */
-	size_t wlen, wcap;
-	uint64_t rpos;		/* next byte to read, file then wbuf */
-	uint8_t *rbuf;		/* file bytes [roff, roff + rlen) */
-	uint64_t roff;
-	size_t rlen;
-	uint8_t *stack;		/* a snapshot's stack while it is unwound */
-	size_t stack_cap;
-	struct iovec iov[PLABEL_SPOOL_IOV];	/* queued, not written yet */
-	struct plabel_spool_ent ents[PLABEL_SPOOL_IOV / 3];
-	int niov, nents;
-	size_t iovlen;		/* bytes in iov */
-};
 
 /*
  * A thread's names (PLABEL_COLLECT_NAME_LABELS): first, what it was called
@@ -330,11 +287,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->tns);
 	plabel_itab_free(&c->tn_tab);
 	plabel_unwinder_free(c->unwinder);
-	if (c->spool.fd >= 0)
-		close(c->spool.fd);
-	free(c->spool.wbuf);
-	free(c->spool.rbuf);
-	free(c->spool.stack);
+	plabel_spool_release(&c->spool);
 	free(c->rec);
 	free(c);
 }
@@ -695,165 +648,6 @@ static int plabel_chain_join(struct plabel_collect *c, const void *kips,
 }
 
 /*
- * An unlinked file in $TMPDIR (else /tmp): nothing is left behind however
- * plabel ends. 0, or -1 with the spool marked broken.
- */
-static int plabel_spool_open(struct plabel_spool *sp)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (sp->fd >= 0)
-		return 0;
-	if (sp->broken)
-		return -1;
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0 && (size_t)snprintf(path, sizeof(path),
-				       "%s/plabel-spool-XXXXXX", dir) <
-		      sizeof(path)) {
-		/* a file system without O_TMPFILE */
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(path);
-	}
-	if (fd < 0) {
-		sp->broken = 1;
-		return -1;
-	}
-	sp->fd = fd;
-	return 0;
-}
-
-/*
- * Write out wbuf. What a failed write leaves stays in wbuf (to be read
- * from there) and the spool takes no more. 0 or -1.
- */
-static int plabel_spool_flush(struct plabel_spool *sp)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < sp->wlen) {
-		n = pwrite(sp->fd, sp->wbuf + done, sp->wlen - done,
-			   sp->flen);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sp->broken = 1;
-			break;
-		}
-		done += n;
-		sp->flen += n;
-	}
-	memmove(sp->wbuf, sp->wbuf + done, sp->wlen - done);
-	sp->wlen -= done;
-	return sp->broken ? -1 : 0;
-}
-
-/* Room in wbuf for n bytes more than it and the queue hold. 0 or -1. */
-static int plabel_spool_reserve(struct plabel_spool *sp, size_t n)
-{
-	size_t need = sp->wlen + sp->iovlen + n, ncap;
-	uint8_t *nb;
-
-	if (need <= sp->wcap)
-		return 0;
-	ncap = need > PLABEL_SPOOL_BUF ? need : PLABEL_SPOOL_BUF;
-	nb = realloc(sp->wbuf, ncap);
-	if (!nb)
-		return -1;
-	sp->wbuf = nb;
-	sp->wcap = ncap;
-	return 0;
-}
-
-/*
- * Write the queued snapshots. What cannot be written goes to wbuf, which
- * has room for it, and the spool takes no more.
- */
-static void plabel_spool_sync(struct plabel_spool *sp)
-{
-	struct iovec *v = sp->iov;
-	int nv = sp->niov;
-	ssize_t n;
-
-	while (nv && !sp->broken) {
-		n = pwritev(sp->fd, v, nv, sp->flen);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sp->broken = 1;
-			break;
-		}
-		sp->flen += n;
-		for (; nv && (size_t)n >= v->iov_len; v++, nv--)
-			n -= v->iov_len;
-		if (nv) {
-			v->iov_base = (uint8_t *)v->iov_base + n;
-			v->iov_len -= n;
-		}
-	}
-	for (; nv; v++, nv--) {
-		memcpy(sp->wbuf + sp->wlen, v->iov_base, v->iov_len);
-		sp->wlen += v->iov_len;
-	}
-	sp->niov = 0;
-	sp->nents = 0;
-	sp->iovlen = 0;
-}
-
-/*
- * Append r's snapshot: queued while nothing waits in wbuf, else copied
- * there. All or nothing: 0, or -1 when it is not spooled (then it is to
- * be unwound now).
- */
-static int plabel_spool_add(struct plabel_spool *sp,
-			    const struct plabel_dec_rec *r)
-{
-	static const uint8_t zeros[8];
-	size_t ssz = r->u.sample.hdr.stack_size;
-	size_t pad = ((ssz + 7) & ~7UL) - ssz;
-	size_t sz = sizeof(struct plabel_spool_ent) + ssz + pad;
-	struct plabel_spool_ent *e;
-	int copy;
-
-	if (sp->fd < 0 && sp->wlen + sz > PLABEL_SPOOL_BUF &&
-	    plabel_spool_open(sp))
-		return -1;
-	if (sp->broken)
-		return -1;
-	if (sp->niov + 3 > PLABEL_SPOOL_IOV)
-		plabel_spool_sync(sp);
-	if (sp->wlen && sp->wlen + sz > sp->wcap && plabel_spool_flush(sp))
-		return -1;
-	if (plabel_spool_reserve(sp, sz))
-		return -1;
-	copy = sp->wlen || sp->fd < 0;
-	e = copy ? (struct plabel_spool_ent *)(sp->wbuf + sp->wlen) :
-		   &sp->ents[sp->nents++];
-	memset(e, 0, sizeof(*e));
-	e->stack_size = ssz;
-	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
-	if (copy) {
-		memcpy(e + 1, r->u.sample.stack, ssz);
-		memset((uint8_t *)(e + 1) + ssz, 0, pad);
-		sp->wlen += sz;
-		return 0;
-	}
-	sp->iov[sp->niov].iov_base = e;
-	sp->iov[sp->niov++].iov_len = sizeof(*e);
-	sp->iov[sp->niov].iov_base = (void *)r->u.sample.stack;
-	sp->iov[sp->niov++].iov_len = ssz;
-	sp->iov[sp->niov].iov_base = (void *)zeros;
-	sp->iov[sp->niov++].iov_len = pad;
-	sp->iovlen += sz;
-	return 0;
-}
-
-/*
  * Touch n bytes at p, one write a page: fresh memory is a page fault and
  * the kernel clearing the page on first touch.
  */
@@ -915,57 +709,13 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->syms = syms;
 	c->flags = flags;
 	c->period_ns = 10000000;
-	c->spool.fd = -1;
+	plabel_spool_init(&c->spool);
 	c->fold_at = PLABEL_FOLD_BATCH;
 	if ((flags & PLABEL_COLLECT_PREFAULT) && plabel_collect_prefault(c)) {
 		plabel_collect_free(c);
 		return NULL;
 	}
 	return c;
-}
-
-/* Read the next n bytes of the spool into dst. 0 or -EIO. */
-static int plabel_spool_read(struct plabel_spool *sp, void *dst, size_t n)
-{
-	uint8_t *d = dst;
-	size_t k;
-	ssize_t got;
-
-	while (n) {
-		if (sp->rpos >= sp->flen) {
-			uint64_t off = sp->rpos - sp->flen;
-
-			if (off > sp->wlen || n > sp->wlen - off)
-				return -EIO;
-			memcpy(d, sp->wbuf + off, n);
-			sp->rpos += n;
-			return 0;
-		}
-		if (sp->rpos < sp->roff || sp->rpos >= sp->roff + sp->rlen) {
-			if (!sp->rbuf) {
-				sp->rbuf = malloc(PLABEL_SPOOL_BUF);
-				if (!sp->rbuf)
-					return -ENOMEM;
-			}
-			k = sp->flen - sp->rpos < PLABEL_SPOOL_BUF ?
-			    sp->flen - sp->rpos : PLABEL_SPOOL_BUF;
-			do {
-				got = pread(sp->fd, sp->rbuf, k, sp->rpos);
-			} while (got < 0 && errno == EINTR);
-			if (got <= 0)
-				return -EIO;
-			sp->roff = sp->rpos;
-			sp->rlen = got;
-		}
-		k = sp->roff + sp->rlen - sp->rpos;
-		if (k > n)
-			k = n;
-		memcpy(d, sp->rbuf + (sp->rpos - sp->roff), k);
-		d += k;
-		n -= k;
-		sp->rpos += k;
-	}
-	return 0;
 }
 
 /*
@@ -1242,7 +992,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 	p = plabel_proc_get(c, h->pid);
 	if (!p)
 		return -ENOMEM;
-	if (r->u.sample.has_regs && !c->spool.broken)
+	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
 		defer = 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read
@@ -1277,7 +1027,9 @@ static int plabel_add_sample(struct plabel_collect *c,
 			sizeof(*c->samples)))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
-	if (defer && plabel_spool_add(&c->spool, r)) {
+	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
+				      r->u.sample.stack,
+				      r->u.sample.hdr.stack_size)) {
 		defer = 0;
 		ret = plabel_sample_chain(c, p, r, 1, &chain);
 		if (ret)
@@ -1314,27 +1066,13 @@ static int plabel_add_sample(struct plabel_collect *c,
 static int plabel_unwind_pending(struct plabel_collect *c,
 				 struct plabel_csample *s)
 {
-	struct plabel_spool *sp = &c->spool;
 	const struct plabel_chain *ch = c->chains[s->chain];
-	struct plabel_spool_ent e;
+	const struct plabel_snapshot *snap;
 	struct plabel_proc *p;
-	size_t sz;
 	int nunw, ret;
 
 	s->pending = 0;	/* its spool entry is consumed, come what may */
-	ret = plabel_spool_read(sp, &e, sizeof(e));
-	if (ret)
-		return ret;
-	sz = ((size_t)e.stack_size + 7) & ~7UL;
-	if (sz > sp->stack_cap) {
-		uint8_t *ns = realloc(sp->stack, sz);
-
-		if (!ns)
-			return -ENOMEM;
-		sp->stack = ns;
-		sp->stack_cap = sz;
-	}
-	ret = plabel_spool_read(sp, sp->stack, sz);
+	ret = plabel_spool_next(&c->spool, &snap);
 	if (ret)
 		return ret;
 	p = plabel_proc_get(c, s->pid);
@@ -1344,8 +1082,8 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 		c->unwinder = plabel_unwinder_new();
 	if (!c->unwinder)
 		return -ENOMEM;
-	nunw = plabel_unwind(c->unwinder, p->view, p->nview, e.regs,
-			     sp->stack, e.stack_size, c->ipbuf,
+	nunw = plabel_unwind(c->unwinder, p->view, p->nview, snap->regs,
+			     snap->stack, snap->stack_size, c->ipbuf,
 			     PLABEL_MAX_FRAMES);
 	if (nunw == -ENOMEM)
 		return nunw;
@@ -1357,7 +1095,6 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 /* Unwind every pending sample, in arrival order: the spool's order. */
 static int plabel_unwind_all_pending(struct plabel_collect *c)
 {
-	struct plabel_spool *sp = &c->spool;
 	size_t i;
 	int ret;
 
@@ -1368,15 +1105,7 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 		if (ret)
 			return ret;
 	}
-	/* all read: the file's space is given back */
-	if (sp->fd >= 0 && sp->rpos == sp->flen + sp->wlen &&
-	    !ftruncate(sp->fd, 0)) {
-		sp->flen = 0;
-		sp->wlen = 0;
-		sp->rpos = 0;
-		sp->roff = 0;
-		sp->rlen = 0;
-	}
+	plabel_spool_rewind(&c->spool);
 	return 0;
 }
 
