@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "chain.h"
 #include "spool.h"
 #include "table.h"
 #include "unwind.h"
@@ -56,27 +57,6 @@ struct plabel_proc {
 	int view_ok;
 };
 
-/*
- * A distinct call chain. Millions of samples repeat some thousands of
- * chains, so each is stored once and a sample names it: a sample is then
- * 40 bytes, not an allocation of its own copy, and building resolves a
- * chain's addresses once per process image, not once per sample.
- */
-struct plabel_chain {
-	uint64_t hash;
-	uint32_t nk, nu;	/* kernel and user frames in ips */
-	uint64_t ips[];
-};
-
-/* Chains are packed into large blocks, newest first. */
-struct plabel_cblock {
-	struct plabel_cblock *next;
-	size_t used, size;	/* bytes of data */
-	uint64_t data[];
-};
-
-#define PLABEL_CBLOCK_BYTES	(256U << 10)
-#define PLABEL_PREFAULT_CHAINS	(32U << 10)	/* of the first block, touched ahead */
 
 struct plabel_csample {
 	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
@@ -211,12 +191,7 @@ struct plabel_collect {
 	uint32_t *wkeys, *wtmp;	/* samples to weigh by index, wkeys_cap each */
 	size_t wkeys_cap;
 
-	struct plabel_chain **chains;	/* by index */
-	size_t nchains, chains_cap;
-	struct plabel_itab chain_tab;
-	struct plabel_cblock *cblocks;
-	uint64_t *chainbuf;	/* a sample's chain while it is looked up */
-	size_t chainbuf_cap;
+	struct plabel_chains chains;
 
 	/* names of processes and threads, id = index + 1 */
 	char **names;
@@ -270,15 +245,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_itab_free(&c->thr_tab);
 	free(c->wkeys);
 	free(c->wtmp);
-	free(c->chains);
-	plabel_itab_free(&c->chain_tab);
-	while (c->cblocks) {
-		struct plabel_cblock *b = c->cblocks;
-
-		c->cblocks = b->next;
-		free(b);
-	}
-	free(c->chainbuf);
+	plabel_chains_release(&c->chains);
 	for (i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
@@ -522,48 +489,6 @@ static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 	return 0;
 }
 
-/*
- * A word at a time: cheap next to the memory it saves. ips is n u64s, as
- * bytes: a record's chain is hashed where it lies in the read buffer.
- */
-static uint64_t plabel_chain_hash(const void *ips, size_t n, uint32_t nk)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n, ip;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		memcpy(&ip, (const uint8_t *)ips + i * sizeof(ip), sizeof(ip));
-		h = (h ^ ip) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 32;
-	}
-	return h;
-}
-
-/* Room for a chain of n addresses. */
-static struct plabel_chain *plabel_chain_alloc(struct plabel_collect *c,
-					       size_t n)
-{
-	size_t sz = sizeof(struct plabel_chain) + n * sizeof(uint64_t);
-	struct plabel_cblock *b = c->cblocks;
-	struct plabel_chain *ch;
-
-	if (!b || b->size - b->used < sz) {
-		size_t bsz = sz > PLABEL_CBLOCK_BYTES ? sz :
-			     PLABEL_CBLOCK_BYTES;
-
-		b = malloc(sizeof(*b) + bsz);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->size = bsz;
-		b->next = c->cblocks;
-		c->cblocks = b;
-	}
-	ch = (struct plabel_chain *)((char *)b->data + b->used);
-	b->used += sz;
-	return ch;
-}
-
 /* The process pid, added if new. NULL on ENOMEM. */
 static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
 					   uint32_t pid)
@@ -593,76 +518,6 @@ static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
 }
 
 /*
- * The index of the chain of nk kernel and nu user addresses ips (u64s,
- * any alignment), stored if new. 0 or -ENOMEM.
- */
-static int plabel_chain_get(struct plabel_collect *c, const void *ips,
-			    uint32_t nk, uint32_t nu, uint32_t *idx)
-{
-	size_t n = (size_t)nk + nu, i, pos = SIZE_MAX;
-	uint64_t h = plabel_chain_hash(ips, n, nk);
-	struct plabel_chain *ch;
-
-	while ((i = plabel_itab_next(&c->chain_tab, h, &pos)) != SIZE_MAX) {
-		ch = c->chains[i];
-		if (ch->nk == nk && ch->nu == nu &&
-		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
-			*idx = i;
-			return 0;
-		}
-	}
-	if (c->nchains >= UINT32_MAX - 1 ||
-	    plabel_itab_reserve(&c->chain_tab, 1) ||
-	    plabel_grow(&c->chains, &c->chains_cap, c->nchains,
-			sizeof(*c->chains)))
-		return -ENOMEM;
-	ch = plabel_chain_alloc(c, n);
-	if (!ch)
-		return -ENOMEM;
-	ch->hash = h;
-	ch->nk = nk;
-	ch->nu = nu;
-	if (n)		/* ips may be NULL then */
-		memcpy(ch->ips, ips, n * sizeof(uint64_t));
-	*idx = c->nchains;
-	plabel_itab_put(&c->chain_tab, h, c->nchains);
-	c->chains[c->nchains++] = ch;
-	return 0;
-}
-
-/*
- * The index of the chain of the nk kernel addresses kips (u64s, any
- * alignment) followed by the nu user addresses user, stored if new. 0 or
- * -ENOMEM.
- */
-static int plabel_chain_join(struct plabel_collect *c, const void *kips,
-			     size_t nk, const uint64_t *user, size_t nu,
-			     uint32_t *idx)
-{
-	if (plabel_grow_to(&c->chainbuf, &c->chainbuf_cap, nk + nu,
-			   sizeof(*c->chainbuf)))
-		return -ENOMEM;
-	memcpy(c->chainbuf, kips, nk * sizeof(*c->chainbuf));
-	memcpy(c->chainbuf + nk, user, nu * sizeof(*user));
-	return plabel_chain_get(c, c->chainbuf, nk, nu, idx);
-}
-
-/*
- * Touch n bytes at p, one write a page: fresh memory is a page fault and
- * the kernel clearing the page on first touch.
- */
-static void plabel_touch(void *p, size_t n)
-{
-	volatile uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i += 4096)
-		b[i] = 0;
-	if (n)
-		b[n - 1] = 0;
-}
-
-/*
  * PLABEL_COLLECT_PREFAULT: the tables the first records fill, allocated
  * and their first pages touched when the collector is made. plabel
  * record makes it before the profiled program starts, which would
@@ -673,22 +528,15 @@ static void plabel_touch(void *p, size_t n)
 static int plabel_collect_prefault(struct plabel_collect *c)
 {
 	if (plabel_grow_to(&c->procs, &c->procs_cap, 64, sizeof(*c->procs)) ||
-	    plabel_grow_to(&c->chains, &c->chains_cap, 64,
-			   sizeof(*c->chains)) ||
 	    plabel_grow_to(&c->samples, &c->samples_cap, 64,
 			   sizeof(*c->samples)) ||
 	    plabel_itab_reserve(&c->proc_tab, 512) ||
-	    plabel_itab_reserve(&c->chain_tab, 512) ||
 	    plabel_spool_reserve(&c->spool, PLABEL_PREFAULT_SPOOL) ||
-	    !plabel_chain_alloc(c, 0))
+	    plabel_chains_prefault(&c->chains))
 		return -ENOMEM;
-	c->cblocks->used = 0;	/* it was only for the block */
 	plabel_touch(c->procs, c->procs_cap * sizeof(*c->procs));
-	plabel_touch(c->chains, c->chains_cap * sizeof(*c->chains));
 	plabel_touch(c->samples, c->samples_cap * sizeof(*c->samples));
 	plabel_touch(c->proc_tab.slot, plabel_itab_bytes(&c->proc_tab));
-	plabel_touch(c->chain_tab.slot, plabel_itab_bytes(&c->chain_tab));
-	plabel_touch(c->cblocks->data, PLABEL_PREFAULT_CHAINS);
 	plabel_touch(c->spool.wbuf, PLABEL_PREFAULT_SPOOL);
 	return 0;
 }
@@ -751,8 +599,10 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 	}
 	/* the kernel's chain as it is in the record */
 	if (!user)
-		return plabel_chain_get(c, r->u.sample.ips, nk, nu, chain);
-	return plabel_chain_join(c, r->u.sample.ips, nk, user, nu, chain);
+		return plabel_chain_get(&c->chains, r->u.sample.ips, nk, nu,
+					chain);
+	return plabel_chain_join(&c->chains, r->u.sample.ips, nk, user, nu,
+				 chain);
 }
 
 /* ---- process and thread names ---- */
@@ -1066,7 +916,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 static int plabel_unwind_pending(struct plabel_collect *c,
 				 struct plabel_csample *s)
 {
-	const struct plabel_chain *ch = c->chains[s->chain];
+	const struct plabel_chain *ch = plabel_chain_at(&c->chains, s->chain);
 	const struct plabel_snapshot *snap;
 	struct plabel_proc *p;
 	int nunw, ret;
@@ -1089,7 +939,8 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 		return nunw;
 	if (nunw <= 0 || (size_t)nunw < ch->nu)
 		return 0;
-	return plabel_chain_join(c, ch->ips, ch->nk, c->ipbuf, nunw, &s->chain);
+	return plabel_chain_join(&c->chains, ch->ips, ch->nk, c->ipbuf, nunw,
+				 &s->chain);
 }
 
 /* Unwind every pending sample, in arrival order: the spool's order. */
@@ -1843,7 +1694,8 @@ static int plabel_res_reserve(struct plabel_build *b, size_t n)
 static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
 			  const struct plabel_agg *a, uint64_t *slot)
 {
-	const struct plabel_chain *ch = b->c->chains[a->chain];
+	const struct plabel_chain *ch = plabel_chain_at(&b->c->chains,
+							 a->chain);
 	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
 	int cpu = a->type == PLABEL_REC_SAMPLE;
 	uint64_t *e, *mids;

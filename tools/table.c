@@ -116,3 +116,18 @@ void plabel_pair_map_free(struct plabel_pair_map *pm)
 	pm->n = pm->cap = 0;
 	plabel_itab_free(&pm->tab);
 }
+
+/*
+ * Touch n bytes at p, one write a page: fresh memory is a page fault and
+ * the kernel clearing the page on first touch.
+ */
+void plabel_touch(void *p, size_t n)
+{
+	volatile uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i += 4096)
+		b[i] = 0;
+	if (n)
+		b[n - 1] = 0;
+}

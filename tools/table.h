@@ -68,6 +68,12 @@ void plabel_itab_put(struct plabel_itab *t, uint64_t hash, size_t idx);
 void plabel_itab_clear(struct plabel_itab *t);
 void plabel_itab_free(struct plabel_itab *t);
 
+/*
+ * Touch n bytes at p, one write a page, so that their page faults are
+ * taken now, not while the profiled program runs.
+ */
+void plabel_touch(void *p, size_t n);
+
 /* Bytes of the slots, for touching them ahead of use. */
 static inline size_t plabel_itab_bytes(const struct plabel_itab *t)
 {
