@@ -13,6 +13,7 @@
 
 #include "collect.h"
 #include "chain.h"
+#include "lset.h"
 #include "spool.h"
 #include "table.h"
 #include "unwind.h"
@@ -21,13 +22,6 @@
 #define PLABEL_KERNEL_START	0xffff800000000000ULL
 /* Mappings of one process generation that addresses are looked up in. */
 #define PLABEL_VIEW_MAX		256
-
-struct plabel_lset {
-	uint64_t id;
-	uint32_t count;
-	struct plabel_prof_label *labels;	/* strings malloc()ed */
-	uint32_t prof_set;	/* its id in the profile being built; 0: none */
-};
 
 struct plabel_proc {
 	uint32_t pid;
@@ -156,9 +150,7 @@ struct plabel_collect {
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
 
-	struct plabel_lset *lsets;
-	size_t nlsets, lsets_cap;
-	int lsets_sorted;
+	struct plabel_lsets lsets;
 
 	struct plabel_proc *procs;
 	size_t nprocs, procs_cap;
@@ -221,18 +213,11 @@ static void plabel_proc_free(struct plabel_proc *p)
 
 void plabel_collect_free(struct plabel_collect *c)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!c)
 		return;
-	for (i = 0; i < c->nlsets; i++) {
-		for (j = 0; j < c->lsets[i].count; j++) {
-			free((char *)c->lsets[i].labels[j].key);
-			free((char *)c->lsets[i].labels[j].value);
-		}
-		free(c->lsets[i].labels);
-	}
-	free(c->lsets);
+	plabel_lsets_release(&c->lsets);
 	for (i = 0; i < c->nprocs; i++)
 		plabel_proc_free(&c->procs[i]);
 	free(c->procs);
@@ -274,71 +259,9 @@ void plabel_collect_stats(const struct plabel_collect *c,
 			  struct plabel_collect_stats *st)
 {
 	*st = c->st;
-	st->labelsets = c->nlsets;
+	st->labelsets = plabel_lsets_count(&c->lsets);
 	st->held = c->nsamples;
 	st->merged = c->naggs;
-}
-
-static struct plabel_lset *plabel_lset_find(struct plabel_collect *c,
-					    uint64_t id)
-{
-	size_t i;
-
-	if (c->lsets_sorted) {
-		size_t lo = 0, hi = c->nlsets;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (c->lsets[mid].id == id)
-				return &c->lsets[mid];
-			if (c->lsets[mid].id < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return NULL;
-	}
-	for (i = 0; i < c->nlsets; i++)
-		if (c->lsets[i].id == id)
-			return &c->lsets[i];
-	return NULL;
-}
-
-static int plabel_add_labelset(struct plabel_collect *c,
-			       const struct plabel_dec_rec *r)
-{
-	struct plabel_lset *ls;
-	uint32_t i;
-
-	if (!r->u.labelset.id || plabel_lset_find(c, r->u.labelset.id))
-		return 0;	/* repeats are expected */
-	if (plabel_grow(&c->lsets, &c->lsets_cap, c->nlsets, sizeof(*ls)))
-		return -ENOMEM;
-	ls = &c->lsets[c->nlsets];
-	ls->id = r->u.labelset.id;
-	ls->count = 0;
-	ls->labels = calloc(r->u.labelset.count ? r->u.labelset.count : 1,
-			    sizeof(*ls->labels));
-	if (!ls->labels)
-		return -ENOMEM;
-	c->nlsets++;
-	c->lsets_sorted = 0;
-	for (i = 0; i < r->u.labelset.count; i++) {
-		const struct plabel_dec_label *l = &r->u.labelset.labels[i];
-		char *k = strndup(l->key.ptr, l->key.len);
-		char *v = strndup(l->value.ptr, l->value.len);
-
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return -ENOMEM;
-		}
-		ls->labels[i].key = k;
-		ls->labels[i].value = v;
-		ls->count++;
-	}
-	return 0;
 }
 
 static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
@@ -1286,7 +1209,9 @@ static int plabel_collect_record(struct plabel_collect *c,
 		plabel_collect_set_period(c, r->u.stream.period_ns);
 		return 0;
 	case PLABEL_REC_LABELSET:
-		return plabel_add_labelset(c, r);
+		return plabel_lsets_add(&c->lsets, r->u.labelset.id,
+					r->u.labelset.labels,
+					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
 		return plabel_add_sample(c, r);
@@ -1440,6 +1365,8 @@ struct plabel_build {
 	size_t nuses;
 	/* (label set id, process name << 32 | thread name) -> profile set */
 	struct plabel_pair_map ns;
+	/* by label set index: its set in the profile, 0 until it has one */
+	uint32_t *lset_ids;
 };
 
 /* Count k frames in user mapping mid, for plabel_main_mapping(). */
@@ -1576,13 +1503,6 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 	return *slot;
 }
 
-static int plabel_lset_cmp(const void *a, const void *b)
-{
-	const struct plabel_lset *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /*
  * plabel_build_add() for a sample with process or thread names: the label
  * set with "process" and "thread" added (unless the program set those keys
@@ -1647,12 +1567,13 @@ static int plabel_build_add(struct plabel_build *b,
 	int64_t n = (int64_t)a->count;
 	int64_t nanos = (int64_t)a->nanos;
 	struct plabel_prof_label unres;
-	struct plabel_lset *ls = NULL;
+	const struct plabel_lset *ls = NULL;
+	uint32_t *set = NULL;
 	char idbuf[32];
 	int ret;
 
 	if (a->set_id) {
-		ls = plabel_lset_find(c, a->set_id);
+		ls = plabel_lsets_find(&c->lsets, a->set_id);
 		if (!ls) {
 			/* never drop it silently: name the missing set */
 			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, a->set_id);
@@ -1666,16 +1587,16 @@ static int plabel_build_add(struct plabel_build *b,
 	if (a->pname || a->tname)
 		return plabel_build_add_named(b, a, ls, locs, nlocs);
 	if (ls) {
-		if (!ls->prof_set) {
+		set = &b->lset_ids[plabel_lsets_index(&c->lsets, ls)];
+		if (!*set) {
 			ret = plabel_prof_labelset(b->prof, ls->labels,
-						   ls->count, &ls->prof_set);
+						   ls->count, set);
 			if (ret)
 				return ret;
 		}
 	}
 	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
-					   ls ? ls->prof_set : 0, pid, tid, n,
-					   nanos);
+					   set ? *set : 0, pid, tid, n, nanos);
 }
 
 /* Room for n more words in b->res. 0 or -ENOMEM. */
@@ -1757,10 +1678,7 @@ static int plabel_build_sample(struct plabel_build *b,
 	return plabel_build_add(b, a, e + 2, e[0]);
 }
 
-/*
- * Forget the ids of the previous profile: mapping ids per process mapping,
- * label sets.
- */
+/* Forget the ids of the previous profile: mapping ids per process mapping. */
 static int plabel_build_reset(struct plabel_collect *c)
 {
 	size_t i;
@@ -1777,8 +1695,6 @@ static int plabel_build_reset(struct plabel_collect *c)
 		memset(mid, 0, p->nmaps * sizeof(*mid));
 		p->map_mid = mid;
 	}
-	for (i = 0; i < c->nlsets; i++)
-		c->lsets[i].prof_set = 0;
 	return 0;
 }
 
@@ -1802,6 +1718,10 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	ret = plabel_build_reset(c);
 	if (ret)
 		return ret;
+	b.lset_ids = calloc(plabel_lsets_count(&c->lsets) + 1,
+			    sizeof(*b.lset_ids));
+	if (!b.lset_ids)
+		return -ENOMEM;
 	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
 		if (c->aggs[i].type == type)
@@ -1816,6 +1736,7 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	plabel_pair_map_free(&b.lc);
 	plabel_pair_map_free(&b.rc);
 	plabel_pair_map_free(&b.ns);
+	free(b.lset_ids);
 	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);
@@ -1863,10 +1784,7 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 		ret = plabel_weigh(c, UINT64_MAX);
 	if (ret)
 		return ret;
-	if (c->nlsets)
-		qsort(c->lsets, c->nlsets, sizeof(*c->lsets),
-		      plabel_lset_cmp);
-	c->lsets_sorted = 1;
+	plabel_lsets_sort(&c->lsets);
 	c->st.unresolved = 0;
 
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
