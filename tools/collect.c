@@ -31,7 +31,6 @@ struct plabel_proc {
 	uint32_t *map_gen;	/* generation of maps[i] */
 	uint64_t *map_last;	/* newest time maps[i] was reported at */
 	uint8_t *map_fallback;	/* maps[i] came from /proc */
-	uint64_t *map_mid;	/* maps[i]'s id in the profile being built */
 	uint64_t *exec_times;	/* EXEC record times */
 	uint32_t *exec_names;	/* the name each exec gave it (name ids) */
 	size_t nexec, exec_cap;
@@ -204,7 +203,6 @@ static void plabel_proc_free(struct plabel_proc *p)
 	free(p->map_gen);
 	free(p->map_last);
 	free(p->map_fallback);
-	free(p->map_mid);
 	free(p->exec_times);
 	free(p->exec_names);
 	free(p->view);
@@ -1367,6 +1365,12 @@ struct plabel_build {
 	struct plabel_pair_map ns;
 	/* by label set index: its set in the profile, 0 until it has one */
 	uint32_t *lset_ids;
+	/*
+	 * By process index, then mapping index: its mapping id in the
+	 * profile, 0 until it has one (NULL: none yet for that process).
+	 */
+	uint64_t **map_ids;
+	size_t nmap_ids;
 };
 
 /* Count k frames in user mapping mid, for plabel_main_mapping(). */
@@ -1448,9 +1452,26 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
 				size_t k)
 {
-	uint64_t *mid = &p->map_mid[p->view_idx[k]];
+	size_t pi = (size_t)(p - b->c->procs);
 	const struct plabel_map *m = &p->view[k];
+	uint64_t *mid;
 
+	if (pi >= b->nmap_ids) {
+		size_t n = b->nmap_ids;
+
+		if (plabel_grow_to(&b->map_ids, &n, b->c->nprocs,
+				   sizeof(*b->map_ids)))
+			return 0;
+		memset(b->map_ids + b->nmap_ids, 0,
+		       (n - b->nmap_ids) * sizeof(*b->map_ids));
+		b->nmap_ids = n;
+	}
+	if (!b->map_ids[pi]) {
+		b->map_ids[pi] = calloc(p->nmaps, sizeof(**b->map_ids));
+		if (!b->map_ids[pi])
+			return 0;
+	}
+	mid = &b->map_ids[pi][p->view_idx[k]];
 	if (!*mid)
 		*mid = plabel_prof_mapping(b->prof, m->start, m->end,
 					   m->offset, m->path, m->elf ?
@@ -1678,26 +1699,6 @@ static int plabel_build_sample(struct plabel_build *b,
 	return plabel_build_add(b, a, e + 2, e[0]);
 }
 
-/* Forget the ids of the previous profile: mapping ids per process mapping. */
-static int plabel_build_reset(struct plabel_collect *c)
-{
-	size_t i;
-
-	for (i = 0; i < c->nprocs; i++) {
-		struct plabel_proc *p = &c->procs[i];
-		uint64_t *mid;
-
-		if (!p->nmaps)
-			continue;
-		mid = realloc(p->map_mid, p->nmaps * sizeof(*mid));
-		if (!mid)
-			return -ENOMEM;
-		memset(mid, 0, p->nmaps * sizeof(*mid));
-		p->map_mid = mid;
-	}
-	return 0;
-}
-
 /* A profile comment "what: n". 0 or -ENOMEM. */
 static int plabel_count_comment(struct plabel_prof *prof, const char *what,
 				uint64_t n)
@@ -1713,11 +1714,8 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 {
 	struct plabel_build b = { .c = c, .prof = prof };
 	size_t i;
-	int ret;
+	int ret = 0;
 
-	ret = plabel_build_reset(c);
-	if (ret)
-		return ret;
 	b.lset_ids = calloc(plabel_lsets_count(&c->lsets) + 1,
 			    sizeof(*b.lset_ids));
 	if (!b.lset_ids)
@@ -1737,6 +1735,9 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 	plabel_pair_map_free(&b.rc);
 	plabel_pair_map_free(&b.ns);
 	free(b.lset_ids);
+	for (i = 0; i < b.nmap_ids; i++)
+		free(b.map_ids[i]);
+	free(b.map_ids);
 	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);
