@@ -15,6 +15,7 @@
 #include "chain.h"
 #include "lset.h"
 #include "spool.h"
+#include "weigh.h"
 #include "table.h"
 #include "unwind.h"
 
@@ -50,52 +51,6 @@ struct plabel_proc {
 	int view_ok;
 };
 
-
-struct plabel_csample {
-	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint8_t pending;	/* its snapshot waits in the spool */
-	uint8_t weight;		/* PLABEL_W_*: what value holds */
-	uint32_t pid, tid;
-	uint32_t chain;		/* index into chains */
-	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
-	uint64_t time_ns;
-	uint64_t set_id;
-	uint64_t value;
-};
-
-/*
- * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
- * nothing yet (the record has no CPU time: a sampling period), the
- * thread's CPU time from the record, the tid a THREAD record created, or
- * (PLABEL_W_DONE) the nanoseconds themselves, 0 for a THREAD record.
- */
-enum {
-	PLABEL_W_PERIOD,
-	PLABEL_W_CPU,
-	PLABEL_W_CHILD,
-	PLABEL_W_DONE,
-};
-
-/*
- * A thread's CPU time as of its latest weighed sample, and that sample's
- * time; for a thread created while recording and not sampled yet, 0 and
- * its creation time.
- */
-struct plabel_thr {
-	uint32_t tid;
-	uint32_t reserved;
-	uint64_t cpu_ns;
-	uint64_t time_ns;
-};
-
-/*
- * How far one thread's CPU time may read lower than at its previous
- * sample and still be the same thread (the kernel's reading can be up to
- * a tick low, see Documentation/record-format.rst), and how much a
- * sample's CPU time may exceed the time since its thread's previous
- * sample.
- */
-#define PLABEL_CPU_SLACK_NS	20000000ULL
 
 /*
  * Samples merged once their time is settled (see plabel_collect_settled()):
@@ -176,11 +131,7 @@ struct plabel_collect {
 	size_t naggs, aggs_cap;
 	struct plabel_itab agg_tab;
 
-	struct plabel_thr *thrs;	/* threads sampled, for weighing */
-	size_t nthrs, thrs_cap;
-	struct plabel_itab thr_tab;	/* by tid */
-	uint32_t *wkeys, *wtmp;	/* samples to weigh by index, wkeys_cap each */
-	size_t wkeys_cap;
+	struct plabel_weigher weigher;
 
 	struct plabel_chains chains;
 
@@ -224,10 +175,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->samples);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
-	free(c->thrs);
-	plabel_itab_free(&c->thr_tab);
-	free(c->wkeys);
-	free(c->wtmp);
+	plabel_weigher_release(&c->weigher);
 	plabel_chains_release(&c->chains);
 	for (i = 0; i < c->nnames; i++)
 		free(c->names[i]);
@@ -881,204 +829,6 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 	return 0;
 }
 
-/* ---- weighing samples by their thread's CPU time ---- */
-
-/* Thread tid's entry, *fresh set when it was added. NULL on ENOMEM. */
-static struct plabel_thr *plabel_thr_get(struct plabel_collect *c,
-					 uint32_t tid, int *fresh)
-{
-	uint64_t h = plabel_hash2(tid, 1);
-	struct plabel_thr *t;
-	size_t i, pos = SIZE_MAX;
-
-	while ((i = plabel_itab_next(&c->thr_tab, h, &pos)) != SIZE_MAX) {
-		if (c->thrs[i].tid == tid) {
-			*fresh = 0;
-			return &c->thrs[i];
-		}
-	}
-	if (plabel_itab_reserve(&c->thr_tab, 1) ||
-	    plabel_grow(&c->thrs, &c->thrs_cap, c->nthrs, sizeof(*t)))
-		return NULL;
-	t = &c->thrs[c->nthrs];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	plabel_itab_put(&c->thr_tab, h, c->nthrs++);
-	*fresh = 1;
-	return t;
-}
-
-/*
- * Weigh sample s, the next of its thread in time. A sample stands for the
- * CPU time its thread used since its previous sample, so that each
- * thread's total is what the kernel accounted to it whatever the sampling
- * luck; a sample lost in between leaves its time to the next. A thread's
- * first sample stands for at most one period (the thread ran before the
- * recording), or for all its time when its creation was recorded.
- * 0 or -ENOMEM (s left as it was).
- */
-static int plabel_weigh_one(struct plabel_collect *c, struct plabel_csample *s)
-{
-	uint64_t cpu = s->value, w;
-	struct plabel_thr *t;
-	int fresh;
-
-	switch (s->weight) {
-	case PLABEL_W_PERIOD:
-		s->value = c->period_ns * s->periods;
-		break;
-	case PLABEL_W_CHILD:
-		/* the tid is new: whatever had it before is gone */
-		t = plabel_thr_get(c, (uint32_t)s->value, &fresh);
-		if (!t)
-			return -ENOMEM;
-		t->cpu_ns = 0;
-		t->time_ns = s->time_ns;
-		s->value = 0;
-		break;
-	case PLABEL_W_CPU:
-		t = plabel_thr_get(c, s->tid, &fresh);
-		if (!t)
-			return -ENOMEM;
-		if (fresh || cpu + PLABEL_CPU_SLACK_NS < t->cpu_ns) {
-			/* first seen, or the tid went to a thread not seen made */
-			w = cpu < c->period_ns ? cpu : c->period_ns;
-			t->cpu_ns = cpu;
-		} else if (cpu > t->cpu_ns) {
-			/*
-			 * All of it, even more than the wall time since: the
-			 * scheduler's clock can run ahead of CLOCK_MONOTONIC
-			 * (seen by 15 % on emulated CPUs of a busy host), and
-			 * its accounting is the truth sought. A reading torn
-			 * high is made good by those after it counting from
-			 * it, so a thread's total stays its last reading less
-			 * its first.
-			 */
-			w = cpu - t->cpu_ns;
-			t->cpu_ns = cpu;
-		} else {
-			w = 0;
-		}
-		t->time_ns = s->time_ns;
-		s->value = w;
-		break;
-	}
-	s->weight = PLABEL_W_DONE;
-	return 0;
-}
-
-/*
- * Sort the n sample indexes in c->wkeys by the samples' times, keeping
- * arrival order among equal times: a radix sort, least significant byte
- * first, each pass stable. Records come in runs of one CPU's, which a
- * comparison sort gains little from; this takes a pass per byte of the
- * batch's time span (4 for up to 4 s). 0 or -ENOMEM.
- */
-static int plabel_wkeys_sort(struct plabel_collect *c, size_t n)
-{
-	const struct plabel_csample *sm = c->samples;
-	uint32_t *a = c->wkeys, *b = c->wtmp, *t;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	size_t count[256], i, d, sum;
-	unsigned int shift;
-
-	if (!b) {
-		b = malloc(c->wkeys_cap * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		c->wtmp = b;
-	}
-	for (i = 0; i < n; i++) {
-		if (sm[a[i]].time_ns < lo)
-			lo = sm[a[i]].time_ns;
-		if (sm[a[i]].time_ns > hi)
-			hi = sm[a[i]].time_ns;
-	}
-	for (shift = 0; shift < 64 && (hi - lo) >> shift; shift += 8) {
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(sm[a[i]].time_ns - lo) >> shift & 255]++;
-		if (count[(sm[a[0]].time_ns - lo) >> shift & 255] == n)
-			continue;	/* one digit for all */
-		for (d = 0, sum = 0; d < 256; d++) {
-			size_t k = count[d];
-
-			count[d] = sum;
-			sum += k;
-		}
-		for (i = 0; i < n; i++)
-			b[count[(sm[a[i]].time_ns - lo) >> shift & 255]++] =
-				a[i];
-		t = a;
-		a = b;
-		b = t;
-	}
-	c->wkeys = a;
-	c->wtmp = b;
-	return 0;
-}
-
-/* Sample s is to be weighed now, time_ns being as for plabel_weigh(). */
-static int plabel_weigh_due(const struct plabel_csample *s, uint64_t time_ns)
-{
-	return s->weight != PLABEL_W_DONE &&
-	       (s->time_ns < time_ns || time_ns == UINT64_MAX);
-}
-
-/*
- * Weigh the samples stamped before time_ns (UINT64_MAX: all) not weighed
- * yet: all of them have come (see plabel_collect_settled()), though not in
- * time order, as each CPU's records come in turn; those whose weight
- * depends on their thread's previous sample are weighed in time order.
- * 0 or -ENOMEM.
- */
-static int plabel_weigh(struct plabel_collect *c, uint64_t time_ns)
-{
-	uint64_t prev = 0;
-	size_t i, n = 0;
-	int sorted = 1, ret;
-
-	if (c->nsamples > UINT32_MAX)
-		return -ENOMEM;
-	for (i = 0; i < c->nsamples; i++) {
-		struct plabel_csample *s = &c->samples[i];
-
-		if (!plabel_weigh_due(s, time_ns))
-			continue;
-		if (s->weight == PLABEL_W_PERIOD) {
-			s->value = c->period_ns * s->periods;
-			s->weight = PLABEL_W_DONE;
-			continue;
-		}
-		if (n == c->wkeys_cap) {
-			size_t ncap = n ? 2 * n : 4096;
-			uint32_t *nk = realloc(c->wkeys, ncap * sizeof(*nk));
-
-			if (!nk)
-				return -ENOMEM;
-			c->wkeys = nk;
-			c->wkeys_cap = ncap;
-			free(c->wtmp);
-			c->wtmp = NULL;
-		}
-		c->wkeys[n++] = i;
-		if (s->time_ns < prev)
-			sorted = 0;
-		prev = s->time_ns;
-	}
-	if (!sorted) {
-		ret = plabel_wkeys_sort(c, n);
-		if (ret)
-			return ret;
-	}
-	for (i = 0; i < n; i++) {
-		ret = plabel_weigh_one(c, &c->samples[c->wkeys[i]]);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 /* ---- merging settled samples ---- */
 
 static uint64_t plabel_agg_hash(const struct plabel_agg *a)
@@ -1163,7 +913,8 @@ static int plabel_fold(struct plabel_collect *c)
 {
 	struct plabel_agg a;
 	size_t i, k = 0;
-	int ret = plabel_weigh(c, c->settled);
+	int ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+			       c->period_ns, c->settled);
 
 	for (i = 0; i < c->nsamples; i++) {
 		const struct plabel_csample *s = &c->samples[i];
@@ -1782,7 +1533,8 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 
 	ret = plabel_unwind_all_pending(c);
 	if (!ret)
-		ret = plabel_weigh(c, UINT64_MAX);
+		ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+				   c->period_ns, UINT64_MAX);
 	if (ret)
 		return ret;
 	plabel_lsets_sort(&c->lsets);
