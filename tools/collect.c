@@ -14,6 +14,7 @@
 #include "collect.h"
 #include "chain.h"
 #include "lset.h"
+#include "proc.h"
 #include "spool.h"
 #include "weigh.h"
 #include "table.h"
@@ -21,36 +22,6 @@
 
 #define PLABEL_MAX_FRAMES	1024
 #define PLABEL_KERNEL_START	0xffff800000000000ULL
-/* Mappings of one process generation that addresses are looked up in. */
-#define PLABEL_VIEW_MAX		256
-
-struct plabel_proc {
-	uint32_t pid;
-	uint32_t tried_gen;	/* 1 + generation /proc/PID/maps was read for */
-	struct plabel_map *maps;
-	size_t nmaps, cap;
-	uint32_t *map_gen;	/* generation of maps[i] */
-	uint64_t *map_last;	/* newest time maps[i] was reported at */
-	uint8_t *map_fallback;	/* maps[i] came from /proc */
-	uint64_t *exec_times;	/* EXEC record times */
-	uint32_t *exec_names;	/* the name each exec gave it (name ids) */
-	size_t nexec, exec_cap;
-	uint32_t name0;		/* name before any exec seen; 0: unknown */
-	uint8_t name0_tried;
-
-	/*
-	 * The mappings of generation view_gen as one array, what the
-	 * unwinder and the address lookups take: real ones first, /proc
-	 * fallbacks after. Samples of a process nearly always share it, so
-	 * it is kept until a mapping or an exec is added.
-	 */
-	struct plabel_map *view;
-	uint32_t *view_idx;	/* view[k] is a copy of maps[view_idx[k]] */
-	size_t nview, view_cap;
-	uint32_t view_gen;
-	int view_ok;
-};
-
 
 /*
  * Samples merged once their time is settled (see plabel_collect_settled()):
@@ -106,10 +77,7 @@ struct plabel_collect {
 
 	struct plabel_lsets lsets;
 
-	struct plabel_proc *procs;
-	size_t nprocs, procs_cap;
-	struct plabel_itab proc_tab;	/* by pid */
-	size_t last_proc;	/* 1 + index of the last one looked up, or 0 */
+	struct plabel_procs procs;
 	/*
 	 * Processes sampled in the buffer being fed with no mappings known
 	 * for the image the sample ran in: the kernel's mapping records
@@ -148,18 +116,6 @@ struct plabel_collect {
 	uint32_t skip_pid;	/* 0: none */
 };
 
-static void plabel_proc_free(struct plabel_proc *p)
-{
-	plabel_maps_free(p->maps, p->nmaps);
-	free(p->map_gen);
-	free(p->map_last);
-	free(p->map_fallback);
-	free(p->exec_times);
-	free(p->exec_names);
-	free(p->view);
-	free(p->view_idx);
-}
-
 void plabel_collect_free(struct plabel_collect *c)
 {
 	size_t i;
@@ -167,10 +123,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	if (!c)
 		return;
 	plabel_lsets_release(&c->lsets);
-	for (i = 0; i < c->nprocs; i++)
-		plabel_proc_free(&c->procs[i]);
-	free(c->procs);
-	plabel_itab_free(&c->proc_tab);
+	plabel_procs_release(&c->procs);
 	free(c->want);
 	free(c->samples);
 	free(c->aggs);
@@ -210,180 +163,22 @@ void plabel_collect_stats(const struct plabel_collect *c,
 	st->merged = c->naggs;
 }
 
-static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
+/*
+ * PLABEL_COLLECT_PROC_MAPS: p's mappings at t from /proc, counted in the
+ * stats when the process was still there. 0 or -ENOMEM.
+ */
+static int collect_read_maps(struct plabel_collect *c, struct plabel_proc *p,
+			     uint64_t t)
 {
-	uint32_t g = 0;
-	size_t i;
-
-	for (i = 0; i < p->nexec; i++)
-		if (p->exec_times[i] <= t)
-			g++;
-	return g;
-}
-
-static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
-			       uint64_t start, uint64_t end, uint64_t off,
-			       uint64_t t, const char *path, size_t path_len,
-			       int fallback)
-{
-	size_t cap = p->cap, i;
-	struct plabel_map *m;
-	char *ps;
-
-	/* the kernel may repeat a mapping: keep one */
-	for (i = 0; i < p->nmaps; i++) {
-		m = &p->maps[i];
-		if (m->start == start && m->end == end && m->offset == off &&
-		    strlen(m->path) == path_len &&
-		    !memcmp(m->path, path, path_len) &&
-		    p->map_gen[i] == plabel_proc_gen(p, t)) {
-			/* an exec read later may yet put t in a later image */
-			if (t > p->map_last[i])
-				p->map_last[i] = t;
-			if (!fallback && p->map_fallback[i]) {
-				/* real now: its place in the view moves */
-				p->map_fallback[i] = 0;
-				p->view_ok = 0;
-			}
-			return 0;
-		}
-	}
-	if (plabel_grow(&p->maps, &cap, p->nmaps, sizeof(*p->maps)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_gen, &cap, p->nmaps, sizeof(*p->map_gen)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_last, &cap, p->nmaps, sizeof(*p->map_last)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_fallback, &cap, p->nmaps, 1))
-		return -ENOMEM;
-	p->cap = cap;
-	ps = strndup(path, path_len);
-	if (!ps)
-		return -ENOMEM;
-	m = &p->maps[p->nmaps];
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->time_ns = t;
-	m->elf = plabel_syms_elf(c->syms, ps);
-	if (!m->elf && ps[0] == '/') {
-		/*
-		 * The kernel names files as its own context sees them; under
-		 * a chroot or container the prefix differs from ours. Try the
-		 * path with leading directories dropped.
-		 */
-		const char *q = ps;
-
-		while (!m->elf && (q = strchr(q + 1, '/')))
-			m->elf = plabel_syms_elf(c->syms, q);
-		if (m->elf && q) {
-			char *np = strdup(q);
-
-			if (!np) {
-				free(ps);
-				return -ENOMEM;
-			}
-			free(ps);
-			ps = np;
-		}
-	}
-	m->path = ps;
-	p->map_gen[p->nmaps] = plabel_proc_gen(p, t);
-	p->map_last[p->nmaps] = t;
-	p->map_fallback[p->nmaps] = fallback;
-	p->nmaps++;
-	p->view_ok = 0;
-	return 0;
-}
-
-static int plabel_proc_read_maps(struct plabel_collect *c,
-				 struct plabel_proc *p, uint64_t t)
-{
-	struct plabel_map *m;
-	size_t n, i;
-	int ret = 0;
+	int ret;
 
 	p->tried_gen = plabel_proc_gen(p, t) + 1;
 	if (!(c->flags & PLABEL_COLLECT_PROC_MAPS))
 		return 0;
-	if (plabel_maps_read_proc(c->syms, p->pid, &m, &n))
-		return 0;	/* gone already: nothing to fall back on */
-	c->st.proc_maps++;
-	for (i = 0; i < n && !ret; i++)
-		ret = plabel_proc_add_map(c, p, m[i].start, m[i].end,
-					  m[i].offset, t, m[i].path,
-					  strlen(m[i].path), 1);
-	plabel_maps_free(m, n);
-	return ret;
-}
-
-/*
- * Make p's view the mappings of generation gen (at most PLABEL_VIEW_MAX).
- * 0 or -ENOMEM.
- */
-static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
-{
-	size_t n = 0, i, pass, max;
-
-	if (p->view_ok && p->view_gen == gen)
-		return 0;
-	max = p->nmaps < PLABEL_VIEW_MAX ? p->nmaps : PLABEL_VIEW_MAX;
-	if (max > p->view_cap) {
-		struct plabel_map *v = realloc(p->view, max * sizeof(*v));
-		uint32_t *vi;
-
-		if (!v)
-			return -ENOMEM;
-		p->view = v;
-		vi = realloc(p->view_idx, max * sizeof(*vi));
-		if (!vi)
-			return -ENOMEM;
-		p->view_idx = vi;
-		p->view_cap = max;
-	}
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < p->nmaps && n < max; i++) {
-			if (p->map_gen[i] != gen || p->map_fallback[i] != pass)
-				continue;
-			p->view[n] = p->maps[i];
-			p->view_idx[n++] = i;
-		}
-	}
-	p->nview = n;
-	p->view_gen = gen;
-	p->view_ok = 1;
-	return 0;
-}
-
-/* The process pid, added if new. NULL on ENOMEM. */
-static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
-					   uint32_t pid)
-{
-	uint64_t h = plabel_hash2(pid, 0);
-	struct plabel_proc *p;
-	size_t i, pos = SIZE_MAX;
-
-	/* runs of records from one process are the rule */
-	if (c->last_proc && c->procs[c->last_proc - 1].pid == pid)
-		return &c->procs[c->last_proc - 1];
-	while ((i = plabel_itab_next(&c->proc_tab, h, &pos)) != SIZE_MAX) {
-		if (c->procs[i].pid == pid) {
-			c->last_proc = i + 1;
-			return &c->procs[i];
-		}
-	}
-	if (plabel_itab_reserve(&c->proc_tab, 1) ||
-	    plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
-		return NULL;
-	p = &c->procs[c->nprocs];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	plabel_itab_put(&c->proc_tab, h, c->nprocs++);
-	c->last_proc = c->nprocs;
-	return p;
+	ret = plabel_proc_read_maps(c->syms, p, t);
+	if (ret > 0)
+		c->st.proc_maps++;
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -396,16 +191,13 @@ static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
  */
 static int plabel_collect_prefault(struct plabel_collect *c)
 {
-	if (plabel_grow_to(&c->procs, &c->procs_cap, 64, sizeof(*c->procs)) ||
+	if (plabel_procs_prefault(&c->procs) ||
 	    plabel_grow_to(&c->samples, &c->samples_cap, 64,
 			   sizeof(*c->samples)) ||
-	    plabel_itab_reserve(&c->proc_tab, 512) ||
 	    plabel_spool_reserve(&c->spool, PLABEL_PREFAULT_SPOOL) ||
 	    plabel_chains_prefault(&c->chains))
 		return -ENOMEM;
-	plabel_touch(c->procs, c->procs_cap * sizeof(*c->procs));
 	plabel_touch(c->samples, c->samples_cap * sizeof(*c->samples));
-	plabel_touch(c->proc_tab.slot, plabel_itab_bytes(&c->proc_tab));
 	plabel_touch(c->spool.wbuf, PLABEL_PREFAULT_SPOOL);
 	return 0;
 }
@@ -674,8 +466,9 @@ static int plabel_names_note(struct plabel_collect *c, struct plabel_proc *p,
 		if ((h->flags & PLABEL_THREAD_PROCESS) && h->child_pid &&
 		    h->child_pid != h->pid) {
 			uint32_t pname = plabel_proc_name_at(p, h->time_ns);
-			struct plabel_proc *cp = plabel_proc_get(c, h->child_pid);
+			struct plabel_proc *cp;
 
+			cp = plabel_procs_get(&c->procs, h->child_pid);
 			if (!cp)
 				return -ENOMEM;
 			if (!cp->name0_tried) {
@@ -701,14 +494,14 @@ static int plabel_add_sample(struct plabel_collect *c,
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else
 		c->st.threads++;
-	p = plabel_proc_get(c, h->pid);
+	p = plabel_procs_get(&c->procs, h->pid);
 	if (!p)
 		return -ENOMEM;
 	ret = plabel_names_note(c, p, r);
 	if (ret)
 		return ret;
 	/* the child may have been added: p moved */
-	p = plabel_proc_get(c, h->pid);
+	p = plabel_procs_get(&c->procs, h->pid);
 	if (!p)
 		return -ENOMEM;
 	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
@@ -726,14 +519,15 @@ static int plabel_add_sample(struct plabel_collect *c,
 	if (!p->nview && p->tried_gen != gen + 1 &&
 	    (gen || h->pid != c->skip_pid)) {
 		if (r->u.sample.has_regs && !defer) {
-			if (plabel_proc_read_maps(c, p, h->time_ns) ||
+			if (collect_read_maps(c, p, h->time_ns) ||
 			    plabel_proc_view(p, gen))
 				return -ENOMEM;
 		} else {
 			if (plabel_grow(&c->want, &c->want_cap, c->nwant,
 					sizeof(*c->want)))
 				return -ENOMEM;
-			c->want[c->nwant].proc = p - c->procs;
+			c->want[c->nwant].proc =
+				plabel_procs_index(&c->procs, p);
 			c->want[c->nwant].gen = gen;
 			c->want[c->nwant++].time_ns = h->time_ns;
 			p->tried_gen = gen + 1;
@@ -794,7 +588,7 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 	ret = plabel_spool_next(&c->spool, &snap);
 	if (ret)
 		return ret;
-	p = plabel_proc_get(c, s->pid);
+	p = plabel_procs_get(&c->procs, s->pid);
 	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
 		return -ENOMEM;
 	if (!c->unwinder)
@@ -879,7 +673,7 @@ static int plabel_sample_key(struct plabel_collect *c,
 			     const struct plabel_csample *s,
 			     struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_proc_get(c, s->pid);
+	struct plabel_proc *p = plabel_procs_get(&c->procs, s->pid);
 	int ret = 1;
 
 	memset(a, 0, sizeof(*a));
@@ -981,17 +775,17 @@ static int plabel_collect_record(struct plabel_collect *c,
 		}
 		return 0;
 	case PLABEL_REC_MMAP:
-		p = plabel_proc_get(c, r->u.mmap.hdr.pid);
+		p = plabel_procs_get(&c->procs, r->u.mmap.hdr.pid);
 		if (!p)
 			return -ENOMEM;
-		return plabel_proc_add_map(c, p, r->u.mmap.hdr.start,
+		return plabel_proc_add_map(c->syms, p, r->u.mmap.hdr.start,
 					   r->u.mmap.hdr.end,
 					   r->u.mmap.hdr.offset,
 					   r->u.mmap.hdr.time_ns,
 					   r->u.mmap.path.ptr,
 					   r->u.mmap.path.len, 0);
 	case PLABEL_REC_EXEC:
-		p = plabel_proc_get(c, r->u.exec.pid);
+		p = plabel_procs_get(&c->procs, r->u.exec.pid);
 		if (!p)
 			return -ENOMEM;
 		if (p->nexec == p->exec_cap) {
@@ -1039,7 +833,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 			if (p->map_fallback[i] ||
 			    plabel_proc_gen(p, last) == p->map_gen[i])
 				continue;
-			ret = plabel_proc_add_map(c, p, m.start, m.end,
+			ret = plabel_proc_add_map(c->syms, p, m.start, m.end,
 						  m.offset, last, m.path,
 						  strlen(m.path), 0);
 			if (ret)
@@ -1063,7 +857,7 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 	size_t i;
 
 	for (i = 0; i < c->nwant && !ret; i++) {
-		struct plabel_proc *p = &c->procs[c->want[i].proc];
+		struct plabel_proc *p = &c->procs.by_idx[c->want[i].proc];
 		uint32_t gen = c->want[i].gen;
 
 		/* /proc shows the newest image only */
@@ -1071,7 +865,7 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 			continue;
 		ret = plabel_proc_view(p, gen);
 		if (!ret && !p->nview)
-			ret = plabel_proc_read_maps(c, p, c->want[i].time_ns);
+			ret = collect_read_maps(c, p, c->want[i].time_ns);
 	}
 	c->nwant = 0;
 	return ret;
@@ -1203,14 +997,14 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
 				size_t k)
 {
-	size_t pi = (size_t)(p - b->c->procs);
+	size_t pi = plabel_procs_index(&b->c->procs, p);
 	const struct plabel_map *m = &p->view[k];
 	uint64_t *mid;
 
 	if (pi >= b->nmap_ids) {
 		size_t n = b->nmap_ids;
 
-		if (plabel_grow_to(&b->map_ids, &n, b->c->nprocs,
+		if (plabel_grow_to(&b->map_ids, &n, b->c->procs.n,
 				   sizeof(*b->map_ids)))
 			return 0;
 		memset(b->map_ids + b->nmap_ids, 0,
@@ -1427,7 +1221,7 @@ static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
 static int plabel_build_sample(struct plabel_build *b,
 			       const struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_proc_get(b->c, a->pid);
+	struct plabel_proc *p = plabel_procs_get(&b->c->procs, a->pid);
 	const uint64_t *e;
 	uint64_t *slot;
 	size_t i;
