@@ -61,7 +61,7 @@ struct plabel_tev {
 };
 
 struct plabel_tnames {
-	uint32_t tid;
+	uint32_t tid;		/* first: plabel_itab_u32()'s key */
 	uint32_t first;		/* name id, 0: unknown */
 	uint8_t tried;		/* /proc was read for first */
 	struct plabel_tev *ev;
@@ -346,21 +346,10 @@ static uint32_t plabel_proc_name_now(struct plabel_collect *c, uint32_t pid)
 static struct plabel_tnames *plabel_tn_get(struct plabel_collect *c,
 					   uint32_t tid)
 {
-	uint64_t h = plabel_hash2(tid, 2);
-	struct plabel_tnames *t;
-	size_t i, pos = SIZE_MAX;
+	size_t i = plabel_itab_u32(&c->tn_tab, &c->tns, &c->ntns,
+				   &c->tns_cap, sizeof(*c->tns), tid, NULL);
 
-	while ((i = plabel_itab_next(&c->tn_tab, h, &pos)) != SIZE_MAX)
-		if (c->tns[i].tid == tid)
-			return &c->tns[i];
-	if (plabel_itab_reserve(&c->tn_tab, 1) ||
-	    plabel_grow(&c->tns, &c->tns_cap, c->ntns, sizeof(*t)))
-		return NULL;
-	t = &c->tns[c->ntns];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	plabel_itab_put(&c->tn_tab, h, c->ntns++);
-	return t;
+	return i == SIZE_MAX ? NULL : &c->tns[i];
 }
 
 static int plabel_tn_rename(struct plabel_collect *c, uint32_t tid,

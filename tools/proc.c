@@ -182,26 +182,15 @@ int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 
 struct plabel_proc *plabel_procs_get(struct plabel_procs *ps, uint32_t pid)
 {
-	uint64_t h = plabel_hash2(pid, 0);
-	struct plabel_proc *p;
-	size_t i, pos = SIZE_MAX;
+	size_t i;
 
 	/* runs of records from one process are the rule */
 	if (ps->last && ps->by_idx[ps->last - 1].pid == pid)
 		return &ps->by_idx[ps->last - 1];
-	while ((i = plabel_itab_next(&ps->tab, h, &pos)) != SIZE_MAX) {
-		if (ps->by_idx[i].pid == pid) {
-			ps->last = i + 1;
-			return &ps->by_idx[i];
-		}
-	}
-	if (plabel_itab_reserve(&ps->tab, 1) ||
-	    plabel_grow(&ps->by_idx, &ps->cap, ps->n, sizeof(*p)))
+	i = plabel_itab_u32(&ps->tab, &ps->by_idx, &ps->n, &ps->cap,
+			    sizeof(*ps->by_idx), pid, NULL);
+	if (i == SIZE_MAX)
 		return NULL;
-	p = &ps->by_idx[ps->n];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	plabel_itab_put(&ps->tab, h, ps->n++);
-	ps->last = ps->n;
-	return p;
+	ps->last = i + 1;
+	return &ps->by_idx[i];
 }

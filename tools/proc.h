@@ -18,7 +18,7 @@
 #define PLABEL_VIEW_MAX		256
 
 struct plabel_proc {
-	uint32_t pid;
+	uint32_t pid;		/* first: plabel_itab_u32()'s key */
 	uint32_t tried_gen;	/* 1 + generation /proc/PID/maps was read for */
 	struct plabel_map *maps;
 	size_t nmaps, cap;

@@ -72,6 +72,32 @@ void plabel_itab_put(struct plabel_itab *t, uint64_t hash, size_t idx)
 	t->n++;
 }
 
+size_t plabel_itab_u32(struct plabel_itab *t, void *arr, size_t *n,
+		       size_t *cap, size_t elsz, uint32_t key, int *fresh)
+{
+	uint64_t h = plabel_hash2(key, 0);
+	size_t i, pos = SIZE_MAX;
+	char **a = arr;
+	uint32_t k;
+
+	while ((i = plabel_itab_next(t, h, &pos)) != SIZE_MAX) {
+		memcpy(&k, *a + i * elsz, sizeof(k));
+		if (k == key) {
+			if (fresh)
+				*fresh = 0;
+			return i;
+		}
+	}
+	if (plabel_itab_reserve(t, 1) || plabel_grow(arr, cap, *n, elsz))
+		return SIZE_MAX;
+	memset(*a + *n * elsz, 0, elsz);
+	memcpy(*a + *n * elsz, &key, sizeof(key));
+	plabel_itab_put(t, h, *n);
+	if (fresh)
+		*fresh = 1;
+	return (*n)++;
+}
+
 void plabel_itab_clear(struct plabel_itab *t)
 {
 	if (t->slot)

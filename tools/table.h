@@ -103,6 +103,15 @@ uint64_t *plabel_pair_slot(struct plabel_pair_map *pm, uint64_t a,
 			   uint64_t b);
 void plabel_pair_map_free(struct plabel_pair_map *pm);
 
+/*
+ * The index of the element of the array *arr (*n of elsz bytes, *cap
+ * allocated) whose first member, a uint32_t, is key: t indexes them by
+ * key. An element not there is appended, zeroed but for its key, and
+ * *fresh (when not NULL) set. SIZE_MAX on ENOMEM.
+ */
+size_t plabel_itab_u32(struct plabel_itab *t, void *arr, size_t *n,
+		       size_t *cap, size_t elsz, uint32_t key, int *fresh);
+
 /* Mixes two words into a hash (a splitmix64 finish). */
 static inline uint64_t plabel_hash2(uint64_t a, uint64_t b)
 {

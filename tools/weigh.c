@@ -14,7 +14,7 @@
  * its creation time.
  */
 struct plabel_thr {
-	uint32_t tid;
+	uint32_t tid;		/* first: plabel_itab_u32()'s key */
 	uint32_t reserved;
 	uint64_t cpu_ns;
 	uint64_t time_ns;
@@ -42,25 +42,10 @@ void plabel_weigher_release(struct plabel_weigher *w)
 static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid,
 				  int *fresh)
 {
-	uint64_t h = plabel_hash2(tid, 1);
-	struct plabel_thr *t;
-	size_t i, pos = SIZE_MAX;
+	size_t i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
+				   &wg->thrs_cap, sizeof(*wg->thrs), tid, fresh);
 
-	while ((i = plabel_itab_next(&wg->thr_tab, h, &pos)) != SIZE_MAX) {
-		if (wg->thrs[i].tid == tid) {
-			*fresh = 0;
-			return &wg->thrs[i];
-		}
-	}
-	if (plabel_itab_reserve(&wg->thr_tab, 1) ||
-	    plabel_grow(&wg->thrs, &wg->thrs_cap, wg->nthrs, sizeof(*t)))
-		return NULL;
-	t = &wg->thrs[wg->nthrs];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	plabel_itab_put(&wg->thr_tab, h, wg->nthrs++);
-	*fresh = 1;
-	return t;
+	return i == SIZE_MAX ? NULL : &wg->thrs[i];
 }
 
 /*
