@@ -732,8 +732,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 				 const struct plabel_dec_rec *r)
 {
 	struct plabel_proc *p;
-	uint64_t *et;
-	size_t i, n;
+	size_t cap, i, n;
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
@@ -777,20 +776,15 @@ static int plabel_collect_record(struct plabel_collect *c,
 		p = plabel_procs_get(&c->procs, r->u.exec.pid);
 		if (!p)
 			return -ENOMEM;
-		if (p->nexec == p->exec_cap) {
-			size_t ncap = p->exec_cap ? p->exec_cap * 2 : 4;
-			uint32_t *en;
-
-			et = realloc(p->exec_times, ncap * sizeof(*et));
-			if (!et)
-				return -ENOMEM;
-			p->exec_times = et;
-			en = realloc(p->exec_names, ncap * sizeof(*en));
-			if (!en)
-				return -ENOMEM;
-			p->exec_names = en;
-			p->exec_cap = ncap;
-		}
+		cap = p->exec_cap;
+		if (plabel_grow(&p->exec_times, &cap, p->nexec,
+				sizeof(*p->exec_times)))
+			return -ENOMEM;
+		cap = p->exec_cap;
+		if (plabel_grow(&p->exec_names, &cap, p->nexec,
+				sizeof(*p->exec_names)))
+			return -ENOMEM;
+		p->exec_cap = cap;
 		p->exec_names[p->nexec] = plabel_name_id(c, r->u.exec.comm,
 							 sizeof(r->u.exec.comm));
 		p->exec_times[p->nexec++] = r->u.exec.time_ns;
