@@ -43,7 +43,8 @@ static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid,
 				  int *fresh)
 {
 	size_t i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
-				   &wg->thrs_cap, sizeof(*wg->thrs), tid, fresh);
+				   &wg->thrs_cap, sizeof(*wg->thrs), tid,
+				   fresh);
 
 	return i == SIZE_MAX ? NULL : &wg->thrs[i];
 }
