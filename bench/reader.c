@@ -318,12 +318,12 @@ static double plabel_rb_cpu(void)
 static int plabel_rb_read(const char *stream, const char *outpath,
 			  uint64_t lag_ns)
 {
-	struct plabel_prof *cpu = NULL, *tc = NULL;
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	struct plabel_collect_stats st;
 	struct plabel_collect *col;
 	struct plabel_syms *syms;
 	uint8_t *buf = malloc(PLABEL_RB_CHUNK + 65536);
-	size_t have = 0, used;
+	size_t have = 0, used, i;
 	uint64_t newest = 0, held_max = 0;
 	double t0, t1, c0, c1, c2;
 	ssize_t n;
@@ -381,9 +381,9 @@ static int plabel_rb_read(const char *stream, const char *outpath,
 	}
 	close(fd);
 	c1 = plabel_rb_cpu();
-	ret = plabel_collect_finish(col, 0, 1000000000, &cpu, &tc);
+	ret = plabel_collect_finish(col, 0, 1000000000, profs);
 	if (!ret)
-		ret = plabel_prof_write(cpu, outpath);
+		ret = plabel_prof_write(profs[PLABEL_PROF_CPU], outpath);
 	t1 = plabel_rb_now();
 	if (ret) {
 		fprintf(stderr, "reader: finish: %s\n", strerror(-ret));
@@ -403,8 +403,8 @@ static int plabel_rb_read(const char *stream, const char *outpath,
 		       st.samples / (c1 - c0));
 	printf("seconds %.3f\n", t1 - t0);
 	printf("samples_per_sec %.0f\n", st.samples / (t1 - t0));
-	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
+	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
+		plabel_prof_free(profs[i]);
 	plabel_collect_free(col);
 	plabel_syms_free(syms);
 	free(buf);

@@ -13,11 +13,14 @@ FUZZ_CFLAGS	:= -std=gnu11 -g -O1 -fno-omit-frame-pointer \
 		   -Iinclude/uapi -I$(B) -Itools
 PROFILE_FUZZ	:= $(B)/fuzz/profile_fuzz
 
-$(PROFILE_FUZZ): fuzz/profile_fuzz.c tools/profile.c tools/report.c \
-		 tools/profile.h $(PROTO_C) $(PROTO_HDR)
+PROFILE_FUZZ_SRCS := fuzz/profile_fuzz.c tools/profile.c tools/pprof_codec.c \
+		     tools/report.c tools/table.c tools/kind.c
+
+$(PROFILE_FUZZ): $(PROFILE_FUZZ_SRCS) $(wildcard tools/*.h) $(PROTO_C) \
+		 $(PROTO_HDR) fuzz/profile.mk
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/profile_fuzz.c tools/profile.c \
-		tools/report.c $(PROTO_C) -lprotobuf-c -lz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(PROFILE_FUZZ_SRCS) $(PROTO_C) \
+		-lprotobuf-c -lz
 
 # The short run of every fuzz target (fuzz/run.sh), as a host test.
 FUZZ_SHORT	:= $(B)/tests/unit/fuzz_short

@@ -9,7 +9,10 @@
 FUZZ_CC		?= $(shell command -v clang-14 || command -v clang)
 STREAM_FUZZ	:= $(B)/fuzz/stream_fuzz
 STREAM_FUZZ_SRCS := fuzz/stream_fuzz.c tools/stream.c tools/collect.c \
-		    tools/symbolize.c tools/unwind.c tools/profile.c
+		    tools/symbolize.c tools/unwind.c tools/profile.c \
+		    tools/pprof_codec.c \
+		    tools/table.c tools/kind.c tools/spool.c tools/chain.c \
+		    tools/lset.c tools/weigh.c tools/proc.c
 
 $(STREAM_FUZZ): $(STREAM_FUZZ_SRCS) $(wildcard tools/*.h) $(PROTO_C) \
 		$(PROTO_HDR) fuzz/profile.mk fuzz/stream.mk

@@ -19,12 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct plabel_syms *syms;
-	struct plabel_prof *cpu = NULL, *tc = NULL;
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	struct plabel_dec_rec *r;
 	struct plabel_collect *c;
 	struct plabel_dec d;
 	uint8_t *copy, *enc;
-	size_t len, i;
+	size_t len, i, k;
 
 	/* the ELF cache survives between inputs, as in a long recording */
 	if (!syms)
@@ -74,11 +74,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!c)
 		goto out;
 	plabel_collect_buffer(c, copy, size);
-	if (!plabel_collect_finish(c, 0, 0, &cpu, &tc) &&
-	    !plabel_prof_encode(cpu, &enc, &len))
-		free(enc);
-	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
+	if (!plabel_collect_finish(c, 0, 0, profs)) {
+		for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
+			if (!plabel_prof_encode(profs[k], &enc, &len))
+				free(enc);
+			plabel_prof_free(profs[k]);
+		}
+	}
 	plabel_collect_free(c);
 out:
 	free(r);

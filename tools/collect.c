@@ -9,119 +9,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collect.h"
+#include "chain.h"
+#include "lset.h"
+#include "proc.h"
+#include "spool.h"
+#include "weigh.h"
+#include "table.h"
 #include "unwind.h"
 
 #define PLABEL_MAX_FRAMES	1024
 #define PLABEL_KERNEL_START	0xffff800000000000ULL
-/* Mappings of one process generation that addresses are looked up in. */
-#define PLABEL_VIEW_MAX		256
-
-struct plabel_lset {
-	uint64_t id;
-	uint32_t count;
-	struct plabel_prof_label *labels;	/* strings malloc()ed */
-	uint32_t prof_set;	/* its id in the profile being built; 0: none */
-};
-
-struct plabel_proc {
-	uint32_t pid;
-	uint32_t tried_gen;	/* 1 + generation /proc/PID/maps was read for */
-	struct plabel_map *maps;
-	size_t nmaps, cap;
-	uint32_t *map_gen;	/* generation of maps[i] */
-	uint64_t *map_last;	/* newest time maps[i] was reported at */
-	uint8_t *map_fallback;	/* maps[i] came from /proc */
-	uint64_t *map_mid;	/* maps[i]'s id in the profile being built */
-	uint64_t *exec_times;	/* EXEC record times */
-	uint32_t *exec_names;	/* the name each exec gave it (name ids) */
-	size_t nexec, exec_cap;
-	uint32_t name0;		/* name before any exec seen; 0: unknown */
-	uint8_t name0_tried;
-
-	/*
-	 * The mappings of generation view_gen as one array, what the
-	 * unwinder and the address lookups take: real ones first, /proc
-	 * fallbacks after. Samples of a process nearly always share it, so
-	 * it is kept until a mapping or an exec is added.
-	 */
-	struct plabel_map *view;
-	uint32_t *view_idx;	/* view[k] is a copy of maps[view_idx[k]] */
-	size_t nview, view_cap;
-	uint32_t view_gen;
-	int view_ok;
-};
-
-/*
- * A distinct call chain. Millions of samples repeat some thousands of
- * chains, so each is stored once and a sample names it: a sample is then
- * 40 bytes, not an allocation of its own copy, and building resolves a
- * chain's addresses once per process image, not once per sample.
- */
-struct plabel_chain {
-	uint64_t hash;
-	uint32_t nk, nu;	/* kernel and user frames in ips */
-	uint64_t ips[];
-};
-
-/* Chains are packed into large blocks, newest first. */
-struct plabel_cblock {
-	struct plabel_cblock *next;
-	size_t used, size;	/* bytes of data */
-	uint64_t data[];
-};
-
-#define PLABEL_CBLOCK_BYTES	(256U << 10)
-#define PLABEL_PREFAULT_CHAINS	(32U << 10)	/* of the first block, touched ahead */
-
-struct plabel_csample {
-	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint8_t pending;	/* its snapshot waits in the spool */
-	uint8_t weight;		/* PLABEL_W_*: what value holds */
-	uint32_t pid, tid;
-	uint32_t chain;		/* index into chains */
-	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
-	uint64_t time_ns;
-	uint64_t set_id;
-	uint64_t value;
-};
-
-/*
- * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
- * nothing yet (the record has no CPU time: a sampling period), the
- * thread's CPU time from the record, the tid a THREAD record created, or
- * (PLABEL_W_DONE) the nanoseconds themselves, 0 for a THREAD record.
- */
-enum {
-	PLABEL_W_PERIOD,
-	PLABEL_W_CPU,
-	PLABEL_W_CHILD,
-	PLABEL_W_DONE,
-};
-
-/*
- * A thread's CPU time as of its latest weighed sample, and that sample's
- * time; for a thread created while recording and not sampled yet, 0 and
- * its creation time.
- */
-struct plabel_thr {
-	uint32_t tid;
-	uint32_t reserved;
-	uint64_t cpu_ns;
-	uint64_t time_ns;
-};
-
-/*
- * How far one thread's CPU time may read lower than at its previous
- * sample and still be the same thread (the kernel's reading can be up to
- * a tick low, see Documentation/record-format.rst), and how much a
- * sample's CPU time may exceed the time since its thread's previous
- * sample.
- */
-#define PLABEL_CPU_SLACK_NS	20000000ULL
 
 /*
  * Samples merged once their time is settled (see plabel_collect_settled()):
@@ -144,62 +44,10 @@ struct plabel_agg {
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	65536
 
-/*
- * Unwinding a dwarf snapshot takes far longer than collecting a sample,
- * and on arrival it competes with the profiled program for the CPUs: the
- * reader falls behind and records are lost. So the snapshots (registers
- * and stack copy, up to 8 KiB a sample) are appended to an unlinked
- * temporary file and unwound at the end, in arrival order; the sample in
- * memory keeps the chain the record itself carries until then. The file
- * is the bytes written so far, then wbuf: what could not be written yet,
- * or at all (a full disk), stays there and is read from there.
- *
- * The first PLABEL_SPOOL_BUF bytes of snapshots are only copied to wbuf:
- * a short recording, or one whose only snapshots are thread creations,
- * neither creates the file nor writes it while the program runs. After
- * that, the snapshots of a buffer being fed are not copied: they are
- * written from the buffer itself with pwritev() once it has been fed
- * (while its caller still holds it), each behind its plabel_spool_ent in
- * ents. wbuf keeps room for all of them, to take what a failed write
- * leaves.
- */
-struct plabel_spool_ent {
-	uint32_t stack_size;	/* bytes after this, padded to 8 */
-	uint32_t reserved;
-	uint64_t regs[PLABEL_REGS_NR];
-};
-
-#define PLABEL_SPOOL_BUF	(1U << 20)
-#define PLABEL_SPOOL_IOV	768	/* 3 a snapshot, at most IOV_MAX */
-/* Touched ahead (plabel_collect_prefault): some thread creations' worth */
+/* Spool bytes touched ahead (plabel_collect_prefault): some thread
+ * creations' worth */
 #define PLABEL_PREFAULT_SPOOL	(64U << 10)
 
-struct plabel_spool {
-	int fd;			/* -1: not opened (yet) */
-	int broken;		/* cannot be created or written: unwind now */
-	uint64_t flen;		/* bytes in the file */
-	uint8_t *wbuf;		/* bytes after those */
-	size_t wlen, wcap;
-	uint64_t rpos;		/* next byte to read, file then wbuf */
-	uint8_t *rbuf;		/* file bytes [roff, roff + rlen) */
-	uint64_t roff;
-	size_t rlen;
-	uint8_t *stack;		/* a snapshot's stack while it is unwound */
-	size_t stack_cap;
-	struct iovec iov[PLABEL_SPOOL_IOV];	/* queued, not written yet */
-	struct plabel_spool_ent ents[PLABEL_SPOOL_IOV / 3];
-	int niov, nents;
-	size_t iovlen;		/* bytes in iov */
-};
-
-/*
- * Open addressing table of item index + 1 (0: a free slot), kept at most
- * half full; the items and their hashes are the owner's.
- */
-struct plabel_itab {
-	uint32_t *tab;
-	size_t cap;		/* a power of two */
-};
 
 /*
  * A thread's names (PLABEL_COLLECT_NAME_LABELS): first, what it was called
@@ -213,17 +61,11 @@ struct plabel_tev {
 };
 
 struct plabel_tnames {
-	uint32_t tid;
+	uint32_t tid;		/* first: plabel_itab_u32()'s key */
 	uint32_t first;		/* name id, 0: unknown */
 	uint8_t tried;		/* /proc was read for first */
 	struct plabel_tev *ev;
 	size_t nev, cap;
-};
-
-/* Open addressing map of (a, b) to a value; value 0 marks a free slot. */
-struct plabel_pair_ent {
-	uint64_t key_a, key_b;
-	uint64_t val;
 };
 
 struct plabel_collect {
@@ -233,14 +75,9 @@ struct plabel_collect {
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
 
-	struct plabel_lset *lsets;
-	size_t nlsets, lsets_cap;
-	int lsets_sorted;
+	struct plabel_lsets lsets;
 
-	struct plabel_proc *procs;
-	size_t nprocs, procs_cap;
-	struct plabel_itab proc_tab;	/* by pid */
-	size_t last_proc;	/* 1 + index of the last one looked up, or 0 */
+	struct plabel_procs procs;
 	/*
 	 * Processes sampled in the buffer being fed with no mappings known
 	 * for the image the sample ran in: the kernel's mapping records
@@ -262,18 +99,9 @@ struct plabel_collect {
 	size_t naggs, aggs_cap;
 	struct plabel_itab agg_tab;
 
-	struct plabel_thr *thrs;	/* threads sampled, for weighing */
-	size_t nthrs, thrs_cap;
-	struct plabel_itab thr_tab;	/* by tid */
-	uint32_t *wkeys, *wtmp;	/* samples to weigh by index, wkeys_cap each */
-	size_t wkeys_cap;
+	struct plabel_weigher weigher;
 
-	struct plabel_chain **chains;	/* by index */
-	size_t nchains, chains_cap;
-	struct plabel_itab chain_tab;
-	struct plabel_cblock *cblocks;
-	uint64_t *chainbuf;	/* a sample's chain while it is looked up */
-	size_t chainbuf_cap;
+	struct plabel_chains chains;
 
 	/* names of processes and threads, id = index + 1 */
 	char **names;
@@ -288,67 +116,29 @@ struct plabel_collect {
 	uint32_t skip_pid;	/* 0: none */
 };
 
-static void plabel_proc_free(struct plabel_proc *p)
-{
-	plabel_maps_free(p->maps, p->nmaps);
-	free(p->map_gen);
-	free(p->map_last);
-	free(p->map_fallback);
-	free(p->map_mid);
-	free(p->exec_times);
-	free(p->exec_names);
-	free(p->view);
-	free(p->view_idx);
-}
-
 void plabel_collect_free(struct plabel_collect *c)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!c)
 		return;
-	for (i = 0; i < c->nlsets; i++) {
-		for (j = 0; j < c->lsets[i].count; j++) {
-			free((char *)c->lsets[i].labels[j].key);
-			free((char *)c->lsets[i].labels[j].value);
-		}
-		free(c->lsets[i].labels);
-	}
-	free(c->lsets);
-	for (i = 0; i < c->nprocs; i++)
-		plabel_proc_free(&c->procs[i]);
-	free(c->procs);
-	free(c->proc_tab.tab);
+	plabel_lsets_release(&c->lsets);
+	plabel_procs_release(&c->procs);
 	free(c->want);
 	free(c->samples);
 	free(c->aggs);
-	free(c->agg_tab.tab);
-	free(c->thrs);
-	free(c->thr_tab.tab);
-	free(c->wkeys);
-	free(c->wtmp);
-	free(c->chains);
-	free(c->chain_tab.tab);
-	while (c->cblocks) {
-		struct plabel_cblock *b = c->cblocks;
-
-		c->cblocks = b->next;
-		free(b);
-	}
-	free(c->chainbuf);
+	plabel_itab_free(&c->agg_tab);
+	plabel_weigher_release(&c->weigher);
+	plabel_chains_release(&c->chains);
 	for (i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
 	for (i = 0; i < c->ntns; i++)
 		free(c->tns[i].ev);
 	free(c->tns);
-	free(c->tn_tab.tab);
+	plabel_itab_free(&c->tn_tab);
 	plabel_unwinder_free(c->unwinder);
-	if (c->spool.fd >= 0)
-		close(c->spool.fd);
-	free(c->spool.wbuf);
-	free(c->spool.rbuf);
-	free(c->spool.stack);
+	plabel_spool_release(&c->spool);
 	free(c->rec);
 	free(c);
 }
@@ -368,599 +158,27 @@ void plabel_collect_stats(const struct plabel_collect *c,
 			  struct plabel_collect_stats *st)
 {
 	*st = c->st;
-	st->labelsets = c->nlsets;
+	st->labelsets = plabel_lsets_count(&c->lsets);
 	st->held = c->nsamples;
 	st->merged = c->naggs;
 }
 
-/* Grow *arr (of *cap elements of size sz) to hold n + 1. */
-static int plabel_grow(void *arr, size_t *cap, size_t n, size_t sz)
+/*
+ * PLABEL_COLLECT_PROC_MAPS: p's mappings at t from /proc, counted in the
+ * stats when the process was still there. 0 or -ENOMEM.
+ */
+static int collect_read_maps(struct plabel_collect *c, struct plabel_proc *p,
+			     uint64_t t)
 {
-	void **pa = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	na = realloc(*pa, ncap * sz);
-	if (!na)
-		return -ENOMEM;
-	*pa = na;
-	*cap = ncap;
-	return 0;
-}
-
-static struct plabel_lset *plabel_lset_find(struct plabel_collect *c,
-					    uint64_t id)
-{
-	size_t i;
-
-	if (c->lsets_sorted) {
-		size_t lo = 0, hi = c->nlsets;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (c->lsets[mid].id == id)
-				return &c->lsets[mid];
-			if (c->lsets[mid].id < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return NULL;
-	}
-	for (i = 0; i < c->nlsets; i++)
-		if (c->lsets[i].id == id)
-			return &c->lsets[i];
-	return NULL;
-}
-
-static int plabel_add_labelset(struct plabel_collect *c,
-			       const struct plabel_dec_rec *r)
-{
-	struct plabel_lset *ls;
-	uint32_t i;
-
-	if (!r->u.labelset.id || plabel_lset_find(c, r->u.labelset.id))
-		return 0;	/* repeats are expected */
-	if (plabel_grow(&c->lsets, &c->lsets_cap, c->nlsets, sizeof(*ls)))
-		return -ENOMEM;
-	ls = &c->lsets[c->nlsets];
-	ls->id = r->u.labelset.id;
-	ls->count = 0;
-	ls->labels = calloc(r->u.labelset.count ? r->u.labelset.count : 1,
-			    sizeof(*ls->labels));
-	if (!ls->labels)
-		return -ENOMEM;
-	c->nlsets++;
-	c->lsets_sorted = 0;
-	for (i = 0; i < r->u.labelset.count; i++) {
-		const struct plabel_dec_label *l = &r->u.labelset.labels[i];
-		char *k = strndup(l->key.ptr, l->key.len);
-		char *v = strndup(l->value.ptr, l->value.len);
-
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return -ENOMEM;
-		}
-		ls->labels[i].key = k;
-		ls->labels[i].value = v;
-		ls->count++;
-	}
-	return 0;
-}
-
-static uint32_t plabel_proc_gen(const struct plabel_proc *p, uint64_t t)
-{
-	uint32_t g = 0;
-	size_t i;
-
-	for (i = 0; i < p->nexec; i++)
-		if (p->exec_times[i] <= t)
-			g++;
-	return g;
-}
-
-static int plabel_proc_add_map(struct plabel_collect *c, struct plabel_proc *p,
-			       uint64_t start, uint64_t end, uint64_t off,
-			       uint64_t t, const char *path, size_t path_len,
-			       int fallback)
-{
-	size_t cap = p->cap, i;
-	struct plabel_map *m;
-	char *ps;
-
-	/* the kernel may repeat a mapping: keep one */
-	for (i = 0; i < p->nmaps; i++) {
-		m = &p->maps[i];
-		if (m->start == start && m->end == end && m->offset == off &&
-		    strlen(m->path) == path_len &&
-		    !memcmp(m->path, path, path_len) &&
-		    p->map_gen[i] == plabel_proc_gen(p, t)) {
-			/* an exec read later may yet put t in a later image */
-			if (t > p->map_last[i])
-				p->map_last[i] = t;
-			if (!fallback && p->map_fallback[i]) {
-				/* real now: its place in the view moves */
-				p->map_fallback[i] = 0;
-				p->view_ok = 0;
-			}
-			return 0;
-		}
-	}
-	if (plabel_grow(&p->maps, &cap, p->nmaps, sizeof(*p->maps)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_gen, &cap, p->nmaps, sizeof(*p->map_gen)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_last, &cap, p->nmaps, sizeof(*p->map_last)))
-		return -ENOMEM;
-	cap = p->cap;
-	if (plabel_grow(&p->map_fallback, &cap, p->nmaps, 1))
-		return -ENOMEM;
-	p->cap = cap;
-	ps = strndup(path, path_len);
-	if (!ps)
-		return -ENOMEM;
-	m = &p->maps[p->nmaps];
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->time_ns = t;
-	m->elf = plabel_syms_elf(c->syms, ps);
-	if (!m->elf && ps[0] == '/') {
-		/*
-		 * The kernel names files as its own context sees them; under
-		 * a chroot or container the prefix differs from ours. Try the
-		 * path with leading directories dropped.
-		 */
-		const char *q = ps;
-
-		while (!m->elf && (q = strchr(q + 1, '/')))
-			m->elf = plabel_syms_elf(c->syms, q);
-		if (m->elf && q) {
-			char *np = strdup(q);
-
-			if (!np) {
-				free(ps);
-				return -ENOMEM;
-			}
-			free(ps);
-			ps = np;
-		}
-	}
-	m->path = ps;
-	p->map_gen[p->nmaps] = plabel_proc_gen(p, t);
-	p->map_last[p->nmaps] = t;
-	p->map_fallback[p->nmaps] = fallback;
-	p->nmaps++;
-	p->view_ok = 0;
-	return 0;
-}
-
-static int plabel_proc_read_maps(struct plabel_collect *c,
-				 struct plabel_proc *p, uint64_t t)
-{
-	struct plabel_map *m;
-	size_t n, i;
-	int ret = 0;
+	int ret;
 
 	p->tried_gen = plabel_proc_gen(p, t) + 1;
 	if (!(c->flags & PLABEL_COLLECT_PROC_MAPS))
 		return 0;
-	if (plabel_maps_read_proc(c->syms, p->pid, &m, &n))
-		return 0;	/* gone already: nothing to fall back on */
-	c->st.proc_maps++;
-	for (i = 0; i < n && !ret; i++)
-		ret = plabel_proc_add_map(c, p, m[i].start, m[i].end,
-					  m[i].offset, t, m[i].path,
-					  strlen(m[i].path), 1);
-	plabel_maps_free(m, n);
-	return ret;
-}
-
-/*
- * Make p's view the mappings of generation gen (at most PLABEL_VIEW_MAX).
- * 0 or -ENOMEM.
- */
-static int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
-{
-	size_t n = 0, i, pass, max;
-
-	if (p->view_ok && p->view_gen == gen)
-		return 0;
-	max = p->nmaps < PLABEL_VIEW_MAX ? p->nmaps : PLABEL_VIEW_MAX;
-	if (max > p->view_cap) {
-		struct plabel_map *v = realloc(p->view, max * sizeof(*v));
-		uint32_t *vi;
-
-		if (!v)
-			return -ENOMEM;
-		p->view = v;
-		vi = realloc(p->view_idx, max * sizeof(*vi));
-		if (!vi)
-			return -ENOMEM;
-		p->view_idx = vi;
-		p->view_cap = max;
-	}
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < p->nmaps && n < max; i++) {
-			if (p->map_gen[i] != gen || p->map_fallback[i] != pass)
-				continue;
-			p->view[n] = p->maps[i];
-			p->view_idx[n++] = i;
-		}
-	}
-	p->nview = n;
-	p->view_gen = gen;
-	p->view_ok = 1;
-	return 0;
-}
-
-/*
- * A word at a time: cheap next to the memory it saves. ips is n u64s, as
- * bytes: a record's chain is hashed where it lies in the read buffer.
- */
-static uint64_t plabel_chain_hash(const void *ips, size_t n, uint32_t nk)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n, ip;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		memcpy(&ip, (const uint8_t *)ips + i * sizeof(ip), sizeof(ip));
-		h = (h ^ ip) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 32;
-	}
-	return h;
-}
-
-/* Room for a chain of n addresses. */
-static struct plabel_chain *plabel_chain_alloc(struct plabel_collect *c,
-					       size_t n)
-{
-	size_t sz = sizeof(struct plabel_chain) + n * sizeof(uint64_t);
-	struct plabel_cblock *b = c->cblocks;
-	struct plabel_chain *ch;
-
-	if (!b || b->size - b->used < sz) {
-		size_t bsz = sz > PLABEL_CBLOCK_BYTES ? sz :
-			     PLABEL_CBLOCK_BYTES;
-
-		b = malloc(sizeof(*b) + bsz);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->size = bsz;
-		b->next = c->cblocks;
-		c->cblocks = b;
-	}
-	ch = (struct plabel_chain *)((char *)b->data + b->used);
-	b->used += sz;
-	return ch;
-}
-
-static uint64_t plabel_hash2(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
-
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 29;
-	return h;
-}
-
-/*
- * Room in t for one more of its n items, hash(c, j) being item j's hash.
- * 0 or -ENOMEM.
- */
-static int plabel_itab_reserve(struct plabel_itab *t, size_t n,
-			       uint64_t (*hash)(const struct plabel_collect *,
-						size_t),
-			       const struct plabel_collect *c)
-{
-	size_t ncap, i, j;
-	uint32_t *nt;
-
-	if ((n + 1) * 2 <= t->cap)
-		return 0;
-	ncap = t->cap ? t->cap * 2 : 1024;
-	nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return -ENOMEM;
-	for (j = 0; j < n; j++) {
-		i = hash(c, j) & (ncap - 1);
-		while (nt[i])
-			i = (i + 1) & (ncap - 1);
-		nt[i] = j + 1;
-	}
-	free(t->tab);
-	t->tab = nt;
-	t->cap = ncap;
-	return 0;
-}
-
-static uint64_t plabel_proc_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->procs[j].pid, 0);
-}
-
-/* The process pid, added if new. NULL on ENOMEM. */
-static struct plabel_proc *plabel_proc_get(struct plabel_collect *c,
-					   uint32_t pid)
-{
-	struct plabel_proc *p;
-	uint64_t h;
-	size_t i;
-
-	/* runs of records from one process are the rule */
-	if (c->last_proc && c->procs[c->last_proc - 1].pid == pid)
-		return &c->procs[c->last_proc - 1];
-	h = plabel_hash2(pid, 0);
-	if (plabel_itab_reserve(&c->proc_tab, c->nprocs, plabel_proc_hash_at,
-				c))
-		return NULL;
-	for (i = h & (c->proc_tab.cap - 1); c->proc_tab.tab[i];
-	     i = (i + 1) & (c->proc_tab.cap - 1)) {
-		p = &c->procs[c->proc_tab.tab[i] - 1];
-		if (p->pid == pid) {
-			c->last_proc = c->proc_tab.tab[i];
-			return p;
-		}
-	}
-	if (plabel_grow(&c->procs, &c->procs_cap, c->nprocs, sizeof(*p)))
-		return NULL;
-	p = &c->procs[c->nprocs++];
-	memset(p, 0, sizeof(*p));
-	p->pid = pid;
-	c->proc_tab.tab[i] = c->nprocs;
-	c->last_proc = c->nprocs;
-	return p;
-}
-
-static uint64_t plabel_chain_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return c->chains[j]->hash;
-}
-
-/*
- * The index of the chain of nk kernel and nu user addresses ips (u64s,
- * any alignment), stored if new. 0 or -ENOMEM.
- */
-static int plabel_chain_get(struct plabel_collect *c, const void *ips,
-			    uint32_t nk, uint32_t nu, uint32_t *idx)
-{
-	size_t n = (size_t)nk + nu, i;
-	uint64_t h = plabel_chain_hash(ips, n, nk);
-	struct plabel_chain *ch;
-
-	if (plabel_itab_reserve(&c->chain_tab, c->nchains,
-				plabel_chain_hash_at, c))
-		return -ENOMEM;
-	for (i = h & (c->chain_tab.cap - 1); c->chain_tab.tab[i];
-	     i = (i + 1) & (c->chain_tab.cap - 1)) {
-		ch = c->chains[c->chain_tab.tab[i] - 1];
-		if (ch->hash == h && ch->nk == nk && ch->nu == nu &&
-		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
-			*idx = c->chain_tab.tab[i] - 1;
-			return 0;
-		}
-	}
-	if (c->nchains >= UINT32_MAX - 1 ||
-	    plabel_grow(&c->chains, &c->chains_cap, c->nchains,
-			sizeof(*c->chains)))
-		return -ENOMEM;
-	ch = plabel_chain_alloc(c, n);
-	if (!ch)
-		return -ENOMEM;
-	ch->hash = h;
-	ch->nk = nk;
-	ch->nu = nu;
-	if (n)		/* ips may be NULL then */
-		memcpy(ch->ips, ips, n * sizeof(uint64_t));
-	*idx = c->nchains;
-	c->chains[c->nchains++] = ch;
-	c->chain_tab.tab[i] = c->nchains;
-	return 0;
-}
-
-/*
- * The index of the chain of the nk kernel addresses kips (u64s, any
- * alignment) followed by the nu user addresses user, stored if new. 0 or
- * -ENOMEM.
- */
-static int plabel_chain_join(struct plabel_collect *c, const void *kips,
-			     size_t nk, const uint64_t *user, size_t nu,
-			     uint32_t *idx)
-{
-	if (nk + nu > c->chainbuf_cap) {
-		uint64_t *nb = realloc(c->chainbuf, (nk + nu) * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		c->chainbuf = nb;
-		c->chainbuf_cap = nk + nu;
-	}
-	memcpy(c->chainbuf, kips, nk * sizeof(*c->chainbuf));
-	memcpy(c->chainbuf + nk, user, nu * sizeof(*user));
-	return plabel_chain_get(c, c->chainbuf, nk, nu, idx);
-}
-
-/*
- * An unlinked file in $TMPDIR (else /tmp): nothing is left behind however
- * plabel ends. 0, or -1 with the spool marked broken.
- */
-static int plabel_spool_open(struct plabel_spool *sp)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (sp->fd >= 0)
-		return 0;
-	if (sp->broken)
-		return -1;
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0 && (size_t)snprintf(path, sizeof(path),
-				       "%s/plabel-spool-XXXXXX", dir) <
-		      sizeof(path)) {
-		/* a file system without O_TMPFILE */
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(path);
-	}
-	if (fd < 0) {
-		sp->broken = 1;
-		return -1;
-	}
-	sp->fd = fd;
-	return 0;
-}
-
-/*
- * Write out wbuf. What a failed write leaves stays in wbuf (to be read
- * from there) and the spool takes no more. 0 or -1.
- */
-static int plabel_spool_flush(struct plabel_spool *sp)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < sp->wlen) {
-		n = pwrite(sp->fd, sp->wbuf + done, sp->wlen - done,
-			   sp->flen);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sp->broken = 1;
-			break;
-		}
-		done += n;
-		sp->flen += n;
-	}
-	memmove(sp->wbuf, sp->wbuf + done, sp->wlen - done);
-	sp->wlen -= done;
-	return sp->broken ? -1 : 0;
-}
-
-/* Room in wbuf for n bytes more than it and the queue hold. 0 or -1. */
-static int plabel_spool_reserve(struct plabel_spool *sp, size_t n)
-{
-	size_t need = sp->wlen + sp->iovlen + n, ncap;
-	uint8_t *nb;
-
-	if (need <= sp->wcap)
-		return 0;
-	ncap = need > PLABEL_SPOOL_BUF ? need : PLABEL_SPOOL_BUF;
-	nb = realloc(sp->wbuf, ncap);
-	if (!nb)
-		return -1;
-	sp->wbuf = nb;
-	sp->wcap = ncap;
-	return 0;
-}
-
-/*
- * Write the queued snapshots. What cannot be written goes to wbuf, which
- * has room for it, and the spool takes no more.
- */
-static void plabel_spool_sync(struct plabel_spool *sp)
-{
-	struct iovec *v = sp->iov;
-	int nv = sp->niov;
-	ssize_t n;
-
-	while (nv && !sp->broken) {
-		n = pwritev(sp->fd, v, nv, sp->flen);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			sp->broken = 1;
-			break;
-		}
-		sp->flen += n;
-		for (; nv && (size_t)n >= v->iov_len; v++, nv--)
-			n -= v->iov_len;
-		if (nv) {
-			v->iov_base = (uint8_t *)v->iov_base + n;
-			v->iov_len -= n;
-		}
-	}
-	for (; nv; v++, nv--) {
-		memcpy(sp->wbuf + sp->wlen, v->iov_base, v->iov_len);
-		sp->wlen += v->iov_len;
-	}
-	sp->niov = 0;
-	sp->nents = 0;
-	sp->iovlen = 0;
-}
-
-/*
- * Append r's snapshot: queued while nothing waits in wbuf, else copied
- * there. All or nothing: 0, or -1 when it is not spooled (then it is to
- * be unwound now).
- */
-static int plabel_spool_add(struct plabel_spool *sp,
-			    const struct plabel_dec_rec *r)
-{
-	static const uint8_t zeros[8];
-	size_t ssz = r->u.sample.hdr.stack_size;
-	size_t pad = ((ssz + 7) & ~7UL) - ssz;
-	size_t sz = sizeof(struct plabel_spool_ent) + ssz + pad;
-	struct plabel_spool_ent *e;
-	int copy;
-
-	if (sp->fd < 0 && sp->wlen + sz > PLABEL_SPOOL_BUF &&
-	    plabel_spool_open(sp))
-		return -1;
-	if (sp->broken)
-		return -1;
-	if (sp->niov + 3 > PLABEL_SPOOL_IOV)
-		plabel_spool_sync(sp);
-	if (sp->wlen && sp->wlen + sz > sp->wcap && plabel_spool_flush(sp))
-		return -1;
-	if (plabel_spool_reserve(sp, sz))
-		return -1;
-	copy = sp->wlen || sp->fd < 0;
-	e = copy ? (struct plabel_spool_ent *)(sp->wbuf + sp->wlen) :
-		   &sp->ents[sp->nents++];
-	memset(e, 0, sizeof(*e));
-	e->stack_size = ssz;
-	memcpy(e->regs, r->u.sample.regs, sizeof(e->regs));
-	if (copy) {
-		memcpy(e + 1, r->u.sample.stack, ssz);
-		memset((uint8_t *)(e + 1) + ssz, 0, pad);
-		sp->wlen += sz;
-		return 0;
-	}
-	sp->iov[sp->niov].iov_base = e;
-	sp->iov[sp->niov++].iov_len = sizeof(*e);
-	sp->iov[sp->niov].iov_base = (void *)r->u.sample.stack;
-	sp->iov[sp->niov++].iov_len = ssz;
-	sp->iov[sp->niov].iov_base = (void *)zeros;
-	sp->iov[sp->niov++].iov_len = pad;
-	sp->iovlen += sz;
-	return 0;
-}
-
-/*
- * Touch n bytes at p, one write a page: fresh memory is a page fault and
- * the kernel clearing the page on first touch.
- */
-static void plabel_touch(void *p, size_t n)
-{
-	volatile uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i += 4096)
-		b[i] = 0;
-	if (n)
-		b[n - 1] = 0;
+	ret = plabel_proc_read_maps(c->syms, p, t);
+	if (ret > 0)
+		c->st.proc_maps++;
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -973,22 +191,13 @@ static void plabel_touch(void *p, size_t n)
  */
 static int plabel_collect_prefault(struct plabel_collect *c)
 {
-	if (plabel_grow(&c->procs, &c->procs_cap, 0, sizeof(*c->procs)) ||
-	    plabel_grow(&c->chains, &c->chains_cap, 0, sizeof(*c->chains)) ||
-	    plabel_grow(&c->samples, &c->samples_cap, 0,
-			sizeof(*c->samples)) ||
-	    plabel_itab_reserve(&c->proc_tab, 0, plabel_proc_hash_at, c) ||
-	    plabel_itab_reserve(&c->chain_tab, 0, plabel_chain_hash_at, c) ||
+	if (plabel_procs_prefault(&c->procs) ||
+	    plabel_grow_to(&c->samples, &c->samples_cap, 64,
+			   sizeof(*c->samples)) ||
 	    plabel_spool_reserve(&c->spool, PLABEL_PREFAULT_SPOOL) ||
-	    !plabel_chain_alloc(c, 0))
+	    plabel_chains_prefault(&c->chains))
 		return -ENOMEM;
-	c->cblocks->used = 0;	/* it was only for the block */
-	plabel_touch(c->procs, c->procs_cap * sizeof(*c->procs));
-	plabel_touch(c->chains, c->chains_cap * sizeof(*c->chains));
 	plabel_touch(c->samples, c->samples_cap * sizeof(*c->samples));
-	plabel_touch(c->proc_tab.tab, c->proc_tab.cap * sizeof(uint32_t));
-	plabel_touch(c->chain_tab.tab, c->chain_tab.cap * sizeof(uint32_t));
-	plabel_touch(c->cblocks->data, PLABEL_PREFAULT_CHAINS);
 	plabel_touch(c->spool.wbuf, PLABEL_PREFAULT_SPOOL);
 	return 0;
 }
@@ -1009,57 +218,13 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->syms = syms;
 	c->flags = flags;
 	c->period_ns = 10000000;
-	c->spool.fd = -1;
+	plabel_spool_init(&c->spool);
 	c->fold_at = PLABEL_FOLD_BATCH;
 	if ((flags & PLABEL_COLLECT_PREFAULT) && plabel_collect_prefault(c)) {
 		plabel_collect_free(c);
 		return NULL;
 	}
 	return c;
-}
-
-/* Read the next n bytes of the spool into dst. 0 or -EIO. */
-static int plabel_spool_read(struct plabel_spool *sp, void *dst, size_t n)
-{
-	uint8_t *d = dst;
-	size_t k;
-	ssize_t got;
-
-	while (n) {
-		if (sp->rpos >= sp->flen) {
-			uint64_t off = sp->rpos - sp->flen;
-
-			if (off > sp->wlen || n > sp->wlen - off)
-				return -EIO;
-			memcpy(d, sp->wbuf + off, n);
-			sp->rpos += n;
-			return 0;
-		}
-		if (sp->rpos < sp->roff || sp->rpos >= sp->roff + sp->rlen) {
-			if (!sp->rbuf) {
-				sp->rbuf = malloc(PLABEL_SPOOL_BUF);
-				if (!sp->rbuf)
-					return -ENOMEM;
-			}
-			k = sp->flen - sp->rpos < PLABEL_SPOOL_BUF ?
-			    sp->flen - sp->rpos : PLABEL_SPOOL_BUF;
-			do {
-				got = pread(sp->fd, sp->rbuf, k, sp->rpos);
-			} while (got < 0 && errno == EINTR);
-			if (got <= 0)
-				return -EIO;
-			sp->roff = sp->rpos;
-			sp->rlen = got;
-		}
-		k = sp->roff + sp->rlen - sp->rpos;
-		if (k > n)
-			k = n;
-		memcpy(d, sp->rbuf + (sp->rpos - sp->roff), k);
-		d += k;
-		n -= k;
-		sp->rpos += k;
-	}
-	return 0;
 }
 
 /*
@@ -1095,8 +260,10 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 	}
 	/* the kernel's chain as it is in the record */
 	if (!user)
-		return plabel_chain_get(c, r->u.sample.ips, nk, nu, chain);
-	return plabel_chain_join(c, r->u.sample.ips, nk, user, nu, chain);
+		return plabel_chain_get(&c->chains, r->u.sample.ips, nk, nu,
+					chain);
+	return plabel_chain_join(&c->chains, r->u.sample.ips, nk, user, nu,
+				 chain);
 }
 
 /* ---- process and thread names ---- */
@@ -1175,34 +342,14 @@ static uint32_t plabel_proc_name_now(struct plabel_collect *c, uint32_t pid)
 	return plabel_name_id(c, buf, 15);
 }
 
-static uint64_t plabel_tn_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->tns[j].tid, 2);
-}
-
 /* Thread tid's names, added if new. NULL on ENOMEM. */
 static struct plabel_tnames *plabel_tn_get(struct plabel_collect *c,
 					   uint32_t tid)
 {
-	struct plabel_tnames *t;
-	size_t i, mask;
+	size_t i = plabel_itab_u32(&c->tn_tab, &c->tns, &c->ntns,
+				   &c->tns_cap, sizeof(*c->tns), tid, NULL);
 
-	if (plabel_itab_reserve(&c->tn_tab, c->ntns, plabel_tn_hash_at, c))
-		return NULL;
-	mask = c->tn_tab.cap - 1;
-	for (i = plabel_hash2(tid, 2) & mask; c->tn_tab.tab[i];
-	     i = (i + 1) & mask) {
-		t = &c->tns[c->tn_tab.tab[i] - 1];
-		if (t->tid == tid)
-			return t;
-	}
-	if (plabel_grow(&c->tns, &c->tns_cap, c->ntns, sizeof(*t)))
-		return NULL;
-	t = &c->tns[c->ntns++];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	c->tn_tab.tab[i] = c->ntns;
-	return t;
+	return i == SIZE_MAX ? NULL : &c->tns[i];
 }
 
 static int plabel_tn_rename(struct plabel_collect *c, uint32_t tid,
@@ -1308,8 +455,9 @@ static int plabel_names_note(struct plabel_collect *c, struct plabel_proc *p,
 		if ((h->flags & PLABEL_THREAD_PROCESS) && h->child_pid &&
 		    h->child_pid != h->pid) {
 			uint32_t pname = plabel_proc_name_at(p, h->time_ns);
-			struct plabel_proc *cp = plabel_proc_get(c, h->child_pid);
+			struct plabel_proc *cp;
 
+			cp = plabel_procs_get(&c->procs, h->child_pid);
 			if (!cp)
 				return -ENOMEM;
 			if (!cp->name0_tried) {
@@ -1335,17 +483,17 @@ static int plabel_add_sample(struct plabel_collect *c,
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else
 		c->st.threads++;
-	p = plabel_proc_get(c, h->pid);
+	p = plabel_procs_get(&c->procs, h->pid);
 	if (!p)
 		return -ENOMEM;
 	ret = plabel_names_note(c, p, r);
 	if (ret)
 		return ret;
 	/* the child may have been added: p moved */
-	p = plabel_proc_get(c, h->pid);
+	p = plabel_procs_get(&c->procs, h->pid);
 	if (!p)
 		return -ENOMEM;
-	if (r->u.sample.has_regs && !c->spool.broken)
+	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
 		defer = 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read
@@ -1360,14 +508,15 @@ static int plabel_add_sample(struct plabel_collect *c,
 	if (!p->nview && p->tried_gen != gen + 1 &&
 	    (gen || h->pid != c->skip_pid)) {
 		if (r->u.sample.has_regs && !defer) {
-			if (plabel_proc_read_maps(c, p, h->time_ns) ||
+			if (collect_read_maps(c, p, h->time_ns) ||
 			    plabel_proc_view(p, gen))
 				return -ENOMEM;
 		} else {
 			if (plabel_grow(&c->want, &c->want_cap, c->nwant,
 					sizeof(*c->want)))
 				return -ENOMEM;
-			c->want[c->nwant].proc = p - c->procs;
+			c->want[c->nwant].proc =
+				plabel_procs_index(&c->procs, p);
 			c->want[c->nwant].gen = gen;
 			c->want[c->nwant++].time_ns = h->time_ns;
 			p->tried_gen = gen + 1;
@@ -1380,7 +529,9 @@ static int plabel_add_sample(struct plabel_collect *c,
 			sizeof(*c->samples)))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
-	if (defer && plabel_spool_add(&c->spool, r)) {
+	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
+				      r->u.sample.stack,
+				      r->u.sample.hdr.stack_size)) {
 		defer = 0;
 		ret = plabel_sample_chain(c, p, r, 1, &chain);
 		if (ret)
@@ -1417,50 +568,36 @@ static int plabel_add_sample(struct plabel_collect *c,
 static int plabel_unwind_pending(struct plabel_collect *c,
 				 struct plabel_csample *s)
 {
-	struct plabel_spool *sp = &c->spool;
-	const struct plabel_chain *ch = c->chains[s->chain];
-	struct plabel_spool_ent e;
+	const struct plabel_chain *ch = plabel_chain_at(&c->chains, s->chain);
+	const struct plabel_snapshot *snap;
 	struct plabel_proc *p;
-	size_t sz;
 	int nunw, ret;
 
 	s->pending = 0;	/* its spool entry is consumed, come what may */
-	ret = plabel_spool_read(sp, &e, sizeof(e));
+	ret = plabel_spool_next(&c->spool, &snap);
 	if (ret)
 		return ret;
-	sz = ((size_t)e.stack_size + 7) & ~7UL;
-	if (sz > sp->stack_cap) {
-		uint8_t *ns = realloc(sp->stack, sz);
-
-		if (!ns)
-			return -ENOMEM;
-		sp->stack = ns;
-		sp->stack_cap = sz;
-	}
-	ret = plabel_spool_read(sp, sp->stack, sz);
-	if (ret)
-		return ret;
-	p = plabel_proc_get(c, s->pid);
+	p = plabel_procs_get(&c->procs, s->pid);
 	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
 		return -ENOMEM;
 	if (!c->unwinder)
 		c->unwinder = plabel_unwinder_new();
 	if (!c->unwinder)
 		return -ENOMEM;
-	nunw = plabel_unwind(c->unwinder, p->view, p->nview, e.regs,
-			     sp->stack, e.stack_size, c->ipbuf,
+	nunw = plabel_unwind(c->unwinder, p->view, p->nview, snap->regs,
+			     snap->stack, snap->stack_size, c->ipbuf,
 			     PLABEL_MAX_FRAMES);
 	if (nunw == -ENOMEM)
 		return nunw;
 	if (nunw <= 0 || (size_t)nunw < ch->nu)
 		return 0;
-	return plabel_chain_join(c, ch->ips, ch->nk, c->ipbuf, nunw, &s->chain);
+	return plabel_chain_join(&c->chains, ch->ips, ch->nk, c->ipbuf, nunw,
+				 &s->chain);
 }
 
 /* Unwind every pending sample, in arrival order: the spool's order. */
 static int plabel_unwind_all_pending(struct plabel_collect *c)
 {
-	struct plabel_spool *sp = &c->spool;
 	size_t i;
 	int ret;
 
@@ -1471,221 +608,7 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 		if (ret)
 			return ret;
 	}
-	/* all read: the file's space is given back */
-	if (sp->fd >= 0 && sp->rpos == sp->flen + sp->wlen &&
-	    !ftruncate(sp->fd, 0)) {
-		sp->flen = 0;
-		sp->wlen = 0;
-		sp->rpos = 0;
-		sp->roff = 0;
-		sp->rlen = 0;
-	}
-	return 0;
-}
-
-/* ---- weighing samples by their thread's CPU time ---- */
-
-static uint64_t plabel_thr_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_hash2(c->thrs[j].tid, 1);
-}
-
-/* Thread tid's entry, *fresh set when it was added. NULL on ENOMEM. */
-static struct plabel_thr *plabel_thr_get(struct plabel_collect *c,
-					 uint32_t tid, int *fresh)
-{
-	struct plabel_thr *t;
-	size_t i, mask;
-
-	if (plabel_itab_reserve(&c->thr_tab, c->nthrs, plabel_thr_hash_at, c))
-		return NULL;
-	mask = c->thr_tab.cap - 1;
-	for (i = plabel_hash2(tid, 1) & mask; c->thr_tab.tab[i];
-	     i = (i + 1) & mask) {
-		t = &c->thrs[c->thr_tab.tab[i] - 1];
-		if (t->tid == tid) {
-			*fresh = 0;
-			return t;
-		}
-	}
-	if (plabel_grow(&c->thrs, &c->thrs_cap, c->nthrs, sizeof(*t)))
-		return NULL;
-	t = &c->thrs[c->nthrs++];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	c->thr_tab.tab[i] = c->nthrs;
-	*fresh = 1;
-	return t;
-}
-
-/*
- * Weigh sample s, the next of its thread in time. A sample stands for the
- * CPU time its thread used since its previous sample, so that each
- * thread's total is what the kernel accounted to it whatever the sampling
- * luck; a sample lost in between leaves its time to the next. A thread's
- * first sample stands for at most one period (the thread ran before the
- * recording), or for all its time when its creation was recorded.
- * 0 or -ENOMEM (s left as it was).
- */
-static int plabel_weigh_one(struct plabel_collect *c, struct plabel_csample *s)
-{
-	uint64_t cpu = s->value, w;
-	struct plabel_thr *t;
-	int fresh;
-
-	switch (s->weight) {
-	case PLABEL_W_PERIOD:
-		s->value = c->period_ns * s->periods;
-		break;
-	case PLABEL_W_CHILD:
-		/* the tid is new: whatever had it before is gone */
-		t = plabel_thr_get(c, (uint32_t)s->value, &fresh);
-		if (!t)
-			return -ENOMEM;
-		t->cpu_ns = 0;
-		t->time_ns = s->time_ns;
-		s->value = 0;
-		break;
-	case PLABEL_W_CPU:
-		t = plabel_thr_get(c, s->tid, &fresh);
-		if (!t)
-			return -ENOMEM;
-		if (fresh || cpu + PLABEL_CPU_SLACK_NS < t->cpu_ns) {
-			/* first seen, or the tid went to a thread not seen made */
-			w = cpu < c->period_ns ? cpu : c->period_ns;
-			t->cpu_ns = cpu;
-		} else if (cpu > t->cpu_ns) {
-			/*
-			 * All of it, even more than the wall time since: the
-			 * scheduler's clock can run ahead of CLOCK_MONOTONIC
-			 * (seen by 15 % on emulated CPUs of a busy host), and
-			 * its accounting is the truth sought. A reading torn
-			 * high is made good by those after it counting from
-			 * it, so a thread's total stays its last reading less
-			 * its first.
-			 */
-			w = cpu - t->cpu_ns;
-			t->cpu_ns = cpu;
-		} else {
-			w = 0;
-		}
-		t->time_ns = s->time_ns;
-		s->value = w;
-		break;
-	}
-	s->weight = PLABEL_W_DONE;
-	return 0;
-}
-
-/*
- * Sort the n sample indexes in c->wkeys by the samples' times, keeping
- * arrival order among equal times: a radix sort, least significant byte
- * first, each pass stable. Records come in runs of one CPU's, which a
- * comparison sort gains little from; this takes a pass per byte of the
- * batch's time span (4 for up to 4 s). 0 or -ENOMEM.
- */
-static int plabel_wkeys_sort(struct plabel_collect *c, size_t n)
-{
-	const struct plabel_csample *sm = c->samples;
-	uint32_t *a = c->wkeys, *b = c->wtmp, *t;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	size_t count[256], i, d, sum;
-	unsigned int shift;
-
-	if (!b) {
-		b = malloc(c->wkeys_cap * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		c->wtmp = b;
-	}
-	for (i = 0; i < n; i++) {
-		if (sm[a[i]].time_ns < lo)
-			lo = sm[a[i]].time_ns;
-		if (sm[a[i]].time_ns > hi)
-			hi = sm[a[i]].time_ns;
-	}
-	for (shift = 0; shift < 64 && (hi - lo) >> shift; shift += 8) {
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(sm[a[i]].time_ns - lo) >> shift & 255]++;
-		if (count[(sm[a[0]].time_ns - lo) >> shift & 255] == n)
-			continue;	/* one digit for all */
-		for (d = 0, sum = 0; d < 256; d++) {
-			size_t k = count[d];
-
-			count[d] = sum;
-			sum += k;
-		}
-		for (i = 0; i < n; i++)
-			b[count[(sm[a[i]].time_ns - lo) >> shift & 255]++] =
-				a[i];
-		t = a;
-		a = b;
-		b = t;
-	}
-	c->wkeys = a;
-	c->wtmp = b;
-	return 0;
-}
-
-/* Sample s is to be weighed now, time_ns being as for plabel_weigh(). */
-static int plabel_weigh_due(const struct plabel_csample *s, uint64_t time_ns)
-{
-	return s->weight != PLABEL_W_DONE &&
-	       (s->time_ns < time_ns || time_ns == UINT64_MAX);
-}
-
-/*
- * Weigh the samples stamped before time_ns (UINT64_MAX: all) not weighed
- * yet: all of them have come (see plabel_collect_settled()), though not in
- * time order, as each CPU's records come in turn; those whose weight
- * depends on their thread's previous sample are weighed in time order.
- * 0 or -ENOMEM.
- */
-static int plabel_weigh(struct plabel_collect *c, uint64_t time_ns)
-{
-	uint64_t prev = 0;
-	size_t i, n = 0;
-	int sorted = 1, ret;
-
-	if (c->nsamples > UINT32_MAX)
-		return -ENOMEM;
-	for (i = 0; i < c->nsamples; i++) {
-		struct plabel_csample *s = &c->samples[i];
-
-		if (!plabel_weigh_due(s, time_ns))
-			continue;
-		if (s->weight == PLABEL_W_PERIOD) {
-			s->value = c->period_ns * s->periods;
-			s->weight = PLABEL_W_DONE;
-			continue;
-		}
-		if (n == c->wkeys_cap) {
-			size_t ncap = n ? 2 * n : 4096;
-			uint32_t *nk = realloc(c->wkeys, ncap * sizeof(*nk));
-
-			if (!nk)
-				return -ENOMEM;
-			c->wkeys = nk;
-			c->wkeys_cap = ncap;
-			free(c->wtmp);
-			c->wtmp = NULL;
-		}
-		c->wkeys[n++] = i;
-		if (s->time_ns < prev)
-			sorted = 0;
-		prev = s->time_ns;
-	}
-	if (!sorted) {
-		ret = plabel_wkeys_sort(c, n);
-		if (ret)
-			return ret;
-	}
-	for (i = 0; i < n; i++) {
-		ret = plabel_weigh_one(c, &c->samples[c->wkeys[i]]);
-		if (ret)
-			return ret;
-	}
+	plabel_spool_rewind(&c->spool);
 	return 0;
 }
 
@@ -1700,24 +623,16 @@ static uint64_t plabel_agg_hash(const struct plabel_agg *a)
 					  (uint64_t)a->tname << 8)));
 }
 
-static uint64_t plabel_agg_hash_at(const struct plabel_collect *c, size_t j)
-{
-	return plabel_agg_hash(&c->aggs[j]);
-}
-
 /* Add count samples like k (its count aside), k->nanos with them. */
 static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 			  uint64_t count)
 {
 	uint64_t h = plabel_agg_hash(k);
 	struct plabel_agg *a;
-	size_t i, mask;
+	size_t i, pos = SIZE_MAX;
 
-	if (plabel_itab_reserve(&c->agg_tab, c->naggs, plabel_agg_hash_at, c))
-		return -ENOMEM;
-	mask = c->agg_tab.cap - 1;
-	for (i = h & mask; c->agg_tab.tab[i]; i = (i + 1) & mask) {
-		a = &c->aggs[c->agg_tab.tab[i] - 1];
+	while ((i = plabel_itab_next(&c->agg_tab, h, &pos)) != SIZE_MAX) {
+		a = &c->aggs[i];
 		if (a->pid == k->pid && a->tid == k->tid &&
 		    a->chain == k->chain && a->gen == k->gen &&
 		    a->set_id == k->set_id && a->type == k->type &&
@@ -1728,12 +643,13 @@ static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		}
 	}
 	if (c->naggs >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&c->agg_tab, 1) ||
 	    plabel_grow(&c->aggs, &c->aggs_cap, c->naggs, sizeof(*c->aggs)))
 		return -ENOMEM;
-	a = &c->aggs[c->naggs++];
+	a = &c->aggs[c->naggs];
 	*a = *k;
 	a->count = count;
-	c->agg_tab.tab[i] = c->naggs;
+	plabel_itab_put(&c->agg_tab, h, c->naggs++);
 	return 0;
 }
 
@@ -1746,7 +662,7 @@ static int plabel_sample_key(struct plabel_collect *c,
 			     const struct plabel_csample *s,
 			     struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_proc_get(c, s->pid);
+	struct plabel_proc *p = plabel_procs_get(&c->procs, s->pid);
 	int ret = 1;
 
 	memset(a, 0, sizeof(*a));
@@ -1780,7 +696,8 @@ static int plabel_fold(struct plabel_collect *c)
 {
 	struct plabel_agg a;
 	size_t i, k = 0;
-	int ret = plabel_weigh(c, c->settled);
+	int ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+			       c->period_ns, c->settled);
 
 	for (i = 0; i < c->nsamples; i++) {
 		const struct plabel_csample *s = &c->samples[i];
@@ -1815,8 +732,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 				 const struct plabel_dec_rec *r)
 {
 	struct plabel_proc *p;
-	uint64_t *et;
-	size_t i, n;
+	size_t cap, i, n;
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
@@ -1824,7 +740,9 @@ static int plabel_collect_record(struct plabel_collect *c,
 		plabel_collect_set_period(c, r->u.stream.period_ns);
 		return 0;
 	case PLABEL_REC_LABELSET:
-		return plabel_add_labelset(c, r);
+		return plabel_lsets_add(&c->lsets, r->u.labelset.id,
+					r->u.labelset.labels,
+					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
 		return plabel_add_sample(c, r);
@@ -1845,33 +763,28 @@ static int plabel_collect_record(struct plabel_collect *c,
 		}
 		return 0;
 	case PLABEL_REC_MMAP:
-		p = plabel_proc_get(c, r->u.mmap.hdr.pid);
+		p = plabel_procs_get(&c->procs, r->u.mmap.hdr.pid);
 		if (!p)
 			return -ENOMEM;
-		return plabel_proc_add_map(c, p, r->u.mmap.hdr.start,
+		return plabel_proc_add_map(c->syms, p, r->u.mmap.hdr.start,
 					   r->u.mmap.hdr.end,
 					   r->u.mmap.hdr.offset,
 					   r->u.mmap.hdr.time_ns,
 					   r->u.mmap.path.ptr,
 					   r->u.mmap.path.len, 0);
 	case PLABEL_REC_EXEC:
-		p = plabel_proc_get(c, r->u.exec.pid);
+		p = plabel_procs_get(&c->procs, r->u.exec.pid);
 		if (!p)
 			return -ENOMEM;
-		if (p->nexec == p->exec_cap) {
-			size_t ncap = p->exec_cap ? p->exec_cap * 2 : 4;
-			uint32_t *en;
-
-			et = realloc(p->exec_times, ncap * sizeof(*et));
-			if (!et)
-				return -ENOMEM;
-			p->exec_times = et;
-			en = realloc(p->exec_names, ncap * sizeof(*en));
-			if (!en)
-				return -ENOMEM;
-			p->exec_names = en;
-			p->exec_cap = ncap;
-		}
+		cap = p->exec_cap;
+		if (plabel_grow(&p->exec_times, &cap, p->nexec,
+				sizeof(*p->exec_times)))
+			return -ENOMEM;
+		cap = p->exec_cap;
+		if (plabel_grow(&p->exec_names, &cap, p->nexec,
+				sizeof(*p->exec_names)))
+			return -ENOMEM;
+		p->exec_cap = cap;
 		p->exec_names[p->nexec] = plabel_name_id(c, r->u.exec.comm,
 							 sizeof(r->u.exec.comm));
 		p->exec_times[p->nexec++] = r->u.exec.time_ns;
@@ -1903,7 +816,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 			if (p->map_fallback[i] ||
 			    plabel_proc_gen(p, last) == p->map_gen[i])
 				continue;
-			ret = plabel_proc_add_map(c, p, m.start, m.end,
+			ret = plabel_proc_add_map(c->syms, p, m.start, m.end,
 						  m.offset, last, m.path,
 						  strlen(m.path), 0);
 			if (ret)
@@ -1927,7 +840,7 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 	size_t i;
 
 	for (i = 0; i < c->nwant && !ret; i++) {
-		struct plabel_proc *p = &c->procs[c->want[i].proc];
+		struct plabel_proc *p = &c->procs.by_idx[c->want[i].proc];
 		uint32_t gen = c->want[i].gen;
 
 		/* /proc shows the newest image only */
@@ -1935,7 +848,7 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 			continue;
 		ret = plabel_proc_view(p, gen);
 		if (!ret && !p->nview)
-			ret = plabel_proc_read_maps(c, p, c->want[i].time_ns);
+			ret = collect_read_maps(c, p, c->want[i].time_ns);
 	}
 	c->nwant = 0;
 	return ret;
@@ -1963,52 +876,6 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-struct plabel_pair_map {
-	struct plabel_pair_ent *ents;
-	size_t cap, n;
-};
-
-/*
- * The value slot of (a, b), added if new (then 0: the caller fills it in,
- * or undoes the add with pm->n-- on failure). NULL on ENOMEM.
- */
-static uint64_t *plabel_pair_slot(struct plabel_pair_map *pm, uint64_t a,
-				  uint64_t b)
-{
-	size_t i;
-
-	if ((pm->n + 1) * 2 > pm->cap) {
-		size_t ncap = pm->cap ? pm->cap * 2 : 1024, j;
-		struct plabel_pair_ent *ne = calloc(ncap, sizeof(*ne));
-
-		if (!ne)
-			return NULL;
-		for (j = 0; j < pm->cap; j++) {
-			struct plabel_pair_ent *e = &pm->ents[j];
-
-			if (!e->val)
-				continue;
-			i = plabel_hash2(e->key_a, e->key_b) & (ncap - 1);
-			while (ne[i].val)
-				i = (i + 1) & (ncap - 1);
-			ne[i] = *e;
-		}
-		free(pm->ents);
-		pm->ents = ne;
-		pm->cap = ncap;
-	}
-	i = plabel_hash2(a, b) & (pm->cap - 1);
-	while (pm->ents[i].val) {
-		if (pm->ents[i].key_a == a && pm->ents[i].key_b == b)
-			return &pm->ents[i].val;
-		i = (i + 1) & (pm->cap - 1);
-	}
-	pm->ents[i].key_a = a;
-	pm->ents[i].key_b = b;
-	pm->n++;
-	return &pm->ents[i].val;
-}
-
 struct plabel_build {
 	struct plabel_collect *c;
 	struct plabel_prof *prof;
@@ -2024,6 +891,14 @@ struct plabel_build {
 	size_t nuses;
 	/* (label set id, process name << 32 | thread name) -> profile set */
 	struct plabel_pair_map ns;
+	/* by label set index: its set in the profile, 0 until it has one */
+	uint32_t *lset_ids;
+	/*
+	 * By process index, then mapping index: its mapping id in the
+	 * profile, 0 until it has one (NULL: none yet for that process).
+	 */
+	uint64_t **map_ids;
+	size_t nmap_ids;
 };
 
 /* Count k frames in user mapping mid, for plabel_main_mapping(). */
@@ -2094,8 +969,6 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 	line.function = plabel_syms_kernel(b->c->syms, ip);
 	*slot = plabel_prof_location(b->prof, b->kmap, ip, &line,
 				     line.function ? 1 : 0);
-	if (!*slot)
-		b->lc.n--;	/* leave no half-made entry counted */
 	return *slot;
 }
 
@@ -2107,9 +980,26 @@ static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
 static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
 				size_t k)
 {
-	uint64_t *mid = &p->map_mid[p->view_idx[k]];
+	size_t pi = plabel_procs_index(&b->c->procs, p);
 	const struct plabel_map *m = &p->view[k];
+	uint64_t *mid;
 
+	if (pi >= b->nmap_ids) {
+		size_t n = b->nmap_ids;
+
+		if (plabel_grow_to(&b->map_ids, &n, b->c->procs.n,
+				   sizeof(*b->map_ids)))
+			return 0;
+		memset(b->map_ids + b->nmap_ids, 0,
+		       (n - b->nmap_ids) * sizeof(*b->map_ids));
+		b->nmap_ids = n;
+	}
+	if (!b->map_ids[pi]) {
+		b->map_ids[pi] = calloc(p->nmaps, sizeof(**b->map_ids));
+		if (!b->map_ids[pi])
+			return 0;
+	}
+	mid = &b->map_ids[pi][p->view_idx[k]];
 	if (!*mid)
 		*mid = plabel_prof_mapping(b->prof, m->start, m->end,
 					   m->offset, m->path, m->elf ?
@@ -2159,16 +1049,7 @@ static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
 		lines[i].line = fr[i].line;
 	}
 	*slot = plabel_prof_location(b->prof, *mid, ip, lines, n);
-	if (!*slot)
-		b->lc.n--;
 	return *slot;
-}
-
-static int plabel_lset_cmp(const void *a, const void *b)
-{
-	const struct plabel_lset *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /*
@@ -2207,10 +1088,8 @@ static int plabel_build_add_named(struct plabel_build *b,
 			labels[n++].value = c->names[a->tname - 1];
 		}
 		ret = plabel_prof_labelset(b->prof, labels, n, &set);
-		if (ret) {
-			b->ns.n--;
+		if (ret)
 			return ret;
-		}
 		*slot = set;
 	}
 	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
@@ -2237,12 +1116,13 @@ static int plabel_build_add(struct plabel_build *b,
 	int64_t n = (int64_t)a->count;
 	int64_t nanos = (int64_t)a->nanos;
 	struct plabel_prof_label unres;
-	struct plabel_lset *ls = NULL;
+	const struct plabel_lset *ls = NULL;
+	uint32_t *set = NULL;
 	char idbuf[32];
 	int ret;
 
 	if (a->set_id) {
-		ls = plabel_lset_find(c, a->set_id);
+		ls = plabel_lsets_find(&c->lsets, a->set_id);
 		if (!ls) {
 			/* never drop it silently: name the missing set */
 			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, a->set_id);
@@ -2256,34 +1136,23 @@ static int plabel_build_add(struct plabel_build *b,
 	if (a->pname || a->tname)
 		return plabel_build_add_named(b, a, ls, locs, nlocs);
 	if (ls) {
-		if (!ls->prof_set) {
+		set = &b->lset_ids[plabel_lsets_index(&c->lsets, ls)];
+		if (!*set) {
 			ret = plabel_prof_labelset(b->prof, ls->labels,
-						   ls->count, &ls->prof_set);
+						   ls->count, set);
 			if (ret)
 				return ret;
 		}
 	}
 	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
-					   ls ? ls->prof_set : 0, pid, tid, n,
-					   nanos);
+					   set ? *set : 0, pid, tid, n, nanos);
 }
 
 /* Room for n more words in b->res. 0 or -ENOMEM. */
 static int plabel_res_reserve(struct plabel_build *b, size_t n)
 {
-	size_t ncap = b->res_cap ? b->res_cap : 4096;
-	uint64_t *nr;
-
-	if (b->nres + n <= b->res_cap)
-		return 0;
-	while (ncap < b->nres + n)
-		ncap *= 2;
-	nr = realloc(b->res, ncap * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	b->res = nr;
-	b->res_cap = ncap;
-	return 0;
+	return plabel_grow_to(&b->res, &b->res_cap, b->nres + n,
+			      sizeof(*b->res));
 }
 
 /*
@@ -2295,7 +1164,8 @@ static int plabel_res_reserve(struct plabel_build *b, size_t n)
 static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
 			  const struct plabel_agg *a, uint64_t *slot)
 {
-	const struct plabel_chain *ch = b->c->chains[a->chain];
+	const struct plabel_chain *ch = plabel_chain_at(&b->c->chains,
+							 a->chain);
 	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
 	int cpu = a->type == PLABEL_REC_SAMPLE;
 	uint64_t *e, *mids;
@@ -2334,7 +1204,7 @@ static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
 static int plabel_build_sample(struct plabel_build *b,
 			       const struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_proc_get(b->c, a->pid);
+	struct plabel_proc *p = plabel_procs_get(&b->c->procs, a->pid);
 	const uint64_t *e;
 	uint64_t *slot;
 	size_t i;
@@ -2348,40 +1218,13 @@ static int plabel_build_sample(struct plabel_build *b,
 		return -ENOMEM;
 	if (!*slot) {
 		ret = plabel_resolve(b, p, a, slot);
-		if (ret) {
-			b->rc.n--;
+		if (ret)
 			return ret;
-		}
 	}
 	e = b->res + *slot - 1;
 	for (i = 0; i < e[1]; i++)
 		plabel_count_use(b, e[2 + e[0] + i], a->count);
 	return plabel_build_add(b, a, e + 2, e[0]);
-}
-
-/*
- * Forget the ids of the previous profile: mapping ids per process mapping,
- * label sets.
- */
-static int plabel_build_reset(struct plabel_collect *c)
-{
-	size_t i;
-
-	for (i = 0; i < c->nprocs; i++) {
-		struct plabel_proc *p = &c->procs[i];
-		uint64_t *mid;
-
-		if (!p->nmaps)
-			continue;
-		mid = realloc(p->map_mid, p->nmaps * sizeof(*mid));
-		if (!mid)
-			return -ENOMEM;
-		memset(mid, 0, p->nmaps * sizeof(*mid));
-		p->map_mid = mid;
-	}
-	for (i = 0; i < c->nlsets; i++)
-		c->lsets[i].prof_set = 0;
-	return 0;
 }
 
 /* A profile comment "what: n". 0 or -ENOMEM. */
@@ -2399,11 +1242,12 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 {
 	struct plabel_build b = { .c = c, .prof = prof };
 	size_t i;
-	int ret;
+	int ret = 0;
 
-	ret = plabel_build_reset(c);
-	if (ret)
-		return ret;
+	b.lset_ids = calloc(plabel_lsets_count(&c->lsets) + 1,
+			    sizeof(*b.lset_ids));
+	if (!b.lset_ids)
+		return -ENOMEM;
 	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
 		if (c->aggs[i].type == type)
@@ -2415,9 +1259,13 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 		    plabel_sample_key(c, &c->samples[i], &a))
 			ret = plabel_build_sample(&b, &a);
 	}
-	free(b.lc.ents);
-	free(b.rc.ents);
-	free(b.ns.ents);
+	plabel_pair_map_free(&b.lc);
+	plabel_pair_map_free(&b.rc);
+	plabel_pair_map_free(&b.ns);
+	free(b.lset_ids);
+	for (i = 0; i < b.nmap_ids; i++)
+		free(b.map_ids[i]);
+	free(b.map_ids);
 	free(b.res);
 	if (!ret)
 		plabel_main_mapping(&b);
@@ -2453,43 +1301,39 @@ static int plabel_build_one(struct plabel_collect *c, uint32_t type,
 }
 
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
-			  int64_t duration_nanos, struct plabel_prof **cpu,
-			  struct plabel_prof **threadcreate)
+			  int64_t duration_nanos,
+			  struct plabel_prof *profs[PLABEL_PROF_NKINDS])
 {
-	struct plabel_prof *pc, *pt;
+	struct plabel_prof *built[PLABEL_PROF_NKINDS] = { NULL };
+	size_t k;
 	int ret;
 
 	ret = plabel_unwind_all_pending(c);
 	if (!ret)
-		ret = plabel_weigh(c, UINT64_MAX);
+		ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+				   c->period_ns, UINT64_MAX);
 	if (ret)
 		return ret;
-	if (c->nlsets)
-		qsort(c->lsets, c->nlsets, sizeof(*c->lsets),
-		      plabel_lset_cmp);
-	c->lsets_sorted = 1;
+	plabel_lsets_sort(&c->lsets);
 	c->st.unresolved = 0;
 
-	pc = plabel_prof_new(PLABEL_PROF_CPU, c->period_ns);
-	pt = plabel_prof_new(PLABEL_PROF_THREADCREATE, 1);
-	if (!pc || !pt) {
-		ret = -ENOMEM;
-		goto err_free;
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
+		built[k] = plabel_prof_new(k, c->period_ns);
+		if (!built[k]) {
+			ret = -ENOMEM;
+			goto err_free;
+		}
+		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
+		ret = plabel_build_one(c, plabel_kinds[k].rec_type, built[k]);
+		if (ret)
+			goto err_free;
 	}
-	plabel_prof_set_time(pc, time_nanos, duration_nanos);
-	plabel_prof_set_time(pt, time_nanos, duration_nanos);
-	ret = plabel_build_one(c, PLABEL_REC_SAMPLE, pc);
-	if (ret)
-		goto err_free;
-	ret = plabel_build_one(c, PLABEL_REC_THREAD, pt);
-	if (ret)
-		goto err_free;
-	*cpu = pc;
-	*threadcreate = pt;
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		profs[k] = built[k];
 	return 0;
 
 err_free:
-	plabel_prof_free(pc);
-	plabel_prof_free(pt);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(built[k]);
 	return ret;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Turns decoded records into the CPU and thread-create profiles.
+ * Turns decoded records into profiles, one of each kind (kind.h).
  *
  * Records from different CPUs arrive in no particular order, so samples are
  * kept (with their call chains; in dwarf mode the stack snapshots go to a
@@ -78,11 +78,13 @@ void plabel_collect_stats(const struct plabel_collect *c,
 			  struct plabel_collect_stats *st);
 
 /*
- * Build the two profiles (time_nanos/duration_nanos are profile-wide). The
- * caller frees them with plabel_prof_free(). 0 or a negative errno.
+ * Build one profile of each kind (plabel_kinds[]) into profs[kind], from
+ * the records of its type (time_nanos/duration_nanos are profile-wide).
+ * The caller frees them with plabel_prof_free(). 0 or a negative errno
+ * (profs untouched).
  */
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
-			  int64_t duration_nanos, struct plabel_prof **cpu,
-			  struct plabel_prof **threadcreate);
+			  int64_t duration_nanos,
+			  struct plabel_prof *profs[PLABEL_PROF_NKINDS]);
 
 #endif /* PLABEL_TOOLS_COLLECT_H */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * In-memory pprof profile: builder, gzipped profile.proto writer and a
- * reader that checks every index and id before anything uses it.
+ * In-memory pprof profile: the model, its builder and read access. The
+ * wire format (profile.proto, gzipped) is pprof_codec.c's.
  *
  * Strings are interned: every distinct string is stored once, in a block
  * that also records its index in the string table, so the profile hands
@@ -10,21 +10,12 @@
  * through one small open-addressing hash table.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
-#include "proto/profile.pb-c.h"
 #include "profile.h"
-
-/* Refuse profiles larger than this, compressed or not. */
-#define PLABEL_PROF_MAX_BYTES	(512u << 20)
+#include "profile_model.h"
 
 /* ---- hashing ---- */
 
@@ -52,194 +43,7 @@ static uint64_t plabel_hash_u64(uint64_t h, uint64_t v)
 
 #define PLABEL_HASH_INIT	0xcbf29ce484222325ull
 
-struct plabel_hslot {
-	uint64_t hash;
-	size_t idx1;		/* item index + 1; 0: empty */
-};
-
-struct plabel_hmap {
-	struct plabel_hslot *slot;
-	size_t cap;		/* power of two or 0 */
-	size_t n;
-};
-
-/*
- * Iterate the items whose hash equals hash: start with *pos = SIZE_MAX;
- * returns the next candidate item index or SIZE_MAX at the end.
- */
-static size_t plabel_hmap_next(const struct plabel_hmap *h, uint64_t hash,
-			       size_t *pos)
-{
-	size_t i;
-
-	if (!h->cap)
-		return SIZE_MAX;
-	i = *pos == SIZE_MAX ? (size_t)hash & (h->cap - 1) :
-			       (*pos + 1) & (h->cap - 1);
-	for (; h->slot[i].idx1; i = (i + 1) & (h->cap - 1)) {
-		if (h->slot[i].hash == hash) {
-			*pos = i;
-			return h->slot[i].idx1 - 1;
-		}
-	}
-	return SIZE_MAX;
-}
-
-/* Make room for one more item, so that plabel_hmap_put() cannot fail. */
-static int plabel_hmap_reserve(struct plabel_hmap *h)
-{
-	size_t ncap, i, j;
-	struct plabel_hslot *ns;
-
-	if ((h->n + 1) * 2 <= h->cap)
-		return 0;
-	ncap = h->cap ? h->cap * 2 : 64;
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (j = 0; j < h->cap; j++) {
-		if (!h->slot[j].idx1)
-			continue;
-		i = (size_t)h->slot[j].hash & (ncap - 1);
-		while (ns[i].idx1)
-			i = (i + 1) & (ncap - 1);
-		ns[i] = h->slot[j];
-	}
-	free(h->slot);
-	h->slot = ns;
-	h->cap = ncap;
-	return 0;
-}
-
-/* Only after a successful plabel_hmap_reserve(). */
-static void plabel_hmap_put(struct plabel_hmap *h, uint64_t hash, size_t idx)
-{
-	size_t i = (size_t)hash & (h->cap - 1);
-
-	while (h->slot[i].idx1)
-		i = (i + 1) & (h->cap - 1);
-	h->slot[i].hash = hash;
-	h->slot[i].idx1 = idx + 1;
-	h->n++;
-}
-
-static void plabel_hmap_free(struct plabel_hmap *h)
-{
-	free(h->slot);
-	h->slot = NULL;
-	h->cap = h->n = 0;
-}
-
-/* Make room for one more element in *arr (n used, *cap allocated). */
-static int plabel_grow(void *arr, size_t *cap, size_t n, size_t elsz)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (ncap > SIZE_MAX / elsz)
-		return -ENOMEM;
-	na = realloc(*a, ncap * elsz);
-	if (!na)
-		return -ENOMEM;
-	*a = na;
-	*cap = ncap;
-	return 0;
-}
-
 /* ---- the profile ---- */
-
-struct plabel_pstr {
-	size_t idx;
-	char s[];
-};
-
-struct plabel_pfunc {
-	uint64_t id;
-	const char *name, *system_name, *file;
-	int64_t start_line;
-};
-
-struct plabel_pmap {
-	uint64_t id, start, limit, offset;
-	const char *file, *build_id;
-	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
-};
-
-struct plabel_ploc {
-	uint64_t id, mapping_id, address;
-	struct plabel_prof_line *lines;
-	size_t *func_idx;	/* per line: index into p->funcs */
-	size_t nlines;
-	bool is_folded;
-};
-
-struct plabel_psample {
-	uint64_t *locs;
-	size_t nlocs;
-	int64_t *values;
-	struct plabel_prof_label *labels;
-	size_t nlabels;
-	struct plabel_prof_numlabel *num;
-	size_t nnum;
-	uint64_t hash;
-};
-
-/* A label set interned once for many samples: sorted by key. */
-struct plabel_plset {
-	struct plabel_prof_label *labels;
-	size_t n;
-};
-
-struct plabel_prof {
-	bool built;		/* made by the builder, not read from a file */
-
-	struct plabel_pstr **strs;
-	size_t nstrs, capstrs;
-	struct plabel_hmap str_h;
-
-	struct plabel_prof_value_type *stypes;
-	size_t nstypes;
-	struct plabel_prof_value_type ptype;
-	int64_t period;
-	const char *default_type;
-	int64_t time_nanos, duration_nanos;
-	const char *drop_frames, *keep_frames;
-	const char **comments;
-	size_t ncomments, capcomments;
-
-	struct plabel_pmap *maps;
-	size_t nmaps, capmaps;
-	size_t main_map;	/* index of the mapping written first */
-	struct plabel_hmap map_key_h, map_id_h;
-
-	struct plabel_pfunc *funcs;
-	size_t nfuncs, capfuncs;
-	struct plabel_hmap func_key_h, func_id_h;
-
-	struct plabel_ploc *locs;
-	size_t nlocs, caplocs;
-	struct plabel_hmap loc_key_h, loc_id_h;
-
-	struct plabel_psample *samples;
-	size_t nsamples, capsamples;
-	struct plabel_hmap sample_h;
-
-	/* label sets of plabel_prof_labelset(), by id - 1 */
-	struct plabel_plset *lsets;
-	size_t nlsets, caplsets;
-	/* "pid" and "tid", interned when a sample first needs them */
-	const char *pid_key, *tid_key;
-};
-
-static size_t plabel_str_idx(const char *s)
-{
-	return ((const struct plabel_pstr *)(s -
-		offsetof(struct plabel_pstr, s)))->idx;
-}
 
 /* Interned copy of s[0..len); NULL on ENOMEM. */
 static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
@@ -249,12 +53,12 @@ static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pstr *ps;
 
-	while ((i = plabel_hmap_next(&p->str_h, hash, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->str_h, hash, &pos)) != SIZE_MAX) {
 		if (!strncmp(p->strs[i]->s, s, len) && !p->strs[i]->s[len])
 			return p->strs[i]->s;
 	}
 	if (plabel_grow(&p->strs, &p->capstrs, p->nstrs, sizeof(*p->strs)) ||
-	    plabel_hmap_reserve(&p->str_h))
+	    plabel_itab_reserve(&p->str_h, 1))
 		return NULL;
 	ps = malloc(sizeof(*ps) + len + 1);
 	if (!ps)
@@ -262,7 +66,7 @@ static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
 	ps->idx = p->nstrs;
 	memcpy(ps->s, s, len);
 	ps->s[len] = '\0';
-	plabel_hmap_put(&p->str_h, hash, p->nstrs);
+	plabel_itab_put(&p->str_h, hash, p->nstrs);
 	p->strs[p->nstrs++] = ps;
 	return ps->s;
 }
@@ -316,8 +120,8 @@ size_t plabel_prof_escape(char *out, size_t cap, const char *s)
  * otherwise only strings with a control byte are escaped (the reader, for
  * files written elsewhere: plabel's own are left as they are).
  */
-static const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
-				     bool always)
+const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
+			      bool always)
 {
 	const char *c;
 	bool need = false;
@@ -341,7 +145,7 @@ static const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
 	return ret;
 }
 
-static struct plabel_prof *plabel_prof_alloc(void)
+struct plabel_prof *plabel_prof_alloc(void)
 {
 	struct plabel_prof *p = calloc(1, sizeof(*p));
 
@@ -361,30 +165,32 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 				    uint64_t period_ns)
 {
 	struct plabel_prof *p = plabel_prof_alloc();
+	const struct plabel_kind *k;
+	size_t i;
 
 	if (!p)
 		return NULL;
 	p->built = true;
-	p->nstypes = kind == PLABEL_PROF_CPU ? 2 : 1;
+	if ((unsigned int)kind >= PLABEL_PROF_NKINDS)
+		goto err_free;
+	k = &plabel_kinds[kind];
+	p->nstypes = k->nvalues;
 	p->stypes = calloc(p->nstypes, sizeof(*p->stypes));
 	if (!p->stypes)
 		goto err_free;
-	if (kind == PLABEL_PROF_CPU) {
-		p->stypes[0].type = plabel_intern(p, "samples");
-		p->stypes[0].unit = plabel_intern(p, "count");
-		p->stypes[1].type = plabel_intern(p, "cpu");
-		p->stypes[1].unit = plabel_intern(p, "nanoseconds");
-		p->ptype = p->stypes[1];
-		p->period = (int64_t)period_ns;
-	} else {
-		p->stypes[0].type = plabel_intern(p, "threadcreate");
-		p->stypes[0].unit = plabel_intern(p, "count");
-		p->ptype = p->stypes[0];
-		p->period = 1;
+	for (i = 0; i < k->nvalues; i++) {
+		p->stypes[i].type = plabel_intern(p, k->values[i].type);
+		p->stypes[i].unit = plabel_intern(p, k->values[i].unit);
+		if (!p->stypes[i].type || !p->stypes[i].unit)
+			goto err_free;
 	}
-	if (!p->stypes[p->nstypes - 1].type || !p->stypes[p->nstypes - 1].unit ||
-	    !p->stypes[0].type || !p->stypes[0].unit)
-		goto err_free;
+	p->ptype = p->stypes[k->period_value];
+	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
+	if (k->default_type) {
+		p->default_type = plabel_intern(p, k->default_type);
+		if (!p->default_type)
+			goto err_free;
+	}
 	return p;
 
 err_free:
@@ -420,14 +226,14 @@ void plabel_prof_free(struct plabel_prof *p)
 	for (i = 0; i < p->nstrs; i++)
 		free(p->strs[i]);
 	free(p->strs);
-	plabel_hmap_free(&p->str_h);
-	plabel_hmap_free(&p->map_key_h);
-	plabel_hmap_free(&p->map_id_h);
-	plabel_hmap_free(&p->func_key_h);
-	plabel_hmap_free(&p->func_id_h);
-	plabel_hmap_free(&p->loc_key_h);
-	plabel_hmap_free(&p->loc_id_h);
-	plabel_hmap_free(&p->sample_h);
+	plabel_itab_free(&p->str_h);
+	plabel_itab_free(&p->map_key_h);
+	plabel_itab_free(&p->map_id_h);
+	plabel_itab_free(&p->func_key_h);
+	plabel_itab_free(&p->func_id_h);
+	plabel_itab_free(&p->loc_key_h);
+	plabel_itab_free(&p->loc_id_h);
+	plabel_itab_free(&p->sample_h);
 	free(p);
 }
 
@@ -451,7 +257,7 @@ void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
 	p->duration_nanos = duration_nanos;
 }
 
-static int plabel_add_comment_str(struct plabel_prof *p, const char *s)
+int plabel_add_comment_str(struct plabel_prof *p, const char *s)
 {
 	if (plabel_grow(&p->comments, &p->capcomments, p->ncomments,
 			sizeof(*p->comments)))
@@ -486,38 +292,38 @@ int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
 
 /* ---- id lookups ---- */
 
-static uint64_t plabel_id_hash(uint64_t id)
+uint64_t plabel_id_hash(uint64_t id)
 {
 	return plabel_hash_u64(PLABEL_HASH_INIT, id);
 }
 
-static size_t plabel_find_map(const struct plabel_prof *p, uint64_t id)
+size_t plabel_find_map(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->map_id_h, plabel_id_hash(id), &pos)) !=
+	while ((i = plabel_itab_next(&p->map_id_h, plabel_id_hash(id), &pos)) !=
 	       SIZE_MAX)
 		if (p->maps[i].id == id)
 			return i;
 	return SIZE_MAX;
 }
 
-static size_t plabel_find_func(const struct plabel_prof *p, uint64_t id)
+size_t plabel_find_func(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->func_id_h, plabel_id_hash(id),
+	while ((i = plabel_itab_next(&p->func_id_h, plabel_id_hash(id),
 				     &pos)) != SIZE_MAX)
 		if (p->funcs[i].id == id)
 			return i;
 	return SIZE_MAX;
 }
 
-static size_t plabel_find_loc(const struct plabel_prof *p, uint64_t id)
+size_t plabel_find_loc(const struct plabel_prof *p, uint64_t id)
 {
 	size_t pos = SIZE_MAX, i;
 
-	while ((i = plabel_hmap_next(&p->loc_id_h, plabel_id_hash(id), &pos)) !=
+	while ((i = plabel_itab_next(&p->loc_id_h, plabel_id_hash(id), &pos)) !=
 	       SIZE_MAX)
 		if (p->locs[i].id == id)
 			return i;
@@ -538,18 +344,18 @@ static uint64_t plabel_map_hash(const struct plabel_pmap *m)
 }
 
 /* Append a mapping (id already set); returns its index or SIZE_MAX. */
-static size_t plabel_add_map(struct plabel_prof *p, const struct plabel_pmap *m,
-			     bool keyed)
+size_t plabel_add_map(struct plabel_prof *p, const struct plabel_pmap *m,
+		      bool keyed)
 {
 	size_t i = p->nmaps;
 
 	if (plabel_grow(&p->maps, &p->capmaps, p->nmaps, sizeof(*p->maps)) ||
-	    plabel_hmap_reserve(&p->map_id_h) ||
-	    (keyed && plabel_hmap_reserve(&p->map_key_h)))
+	    plabel_itab_reserve(&p->map_id_h, 1) ||
+	    (keyed && plabel_itab_reserve(&p->map_key_h, 1)))
 		return SIZE_MAX;
-	plabel_hmap_put(&p->map_id_h, plabel_id_hash(m->id), i);
+	plabel_itab_put(&p->map_id_h, plabel_id_hash(m->id), i);
 	if (keyed)
-		plabel_hmap_put(&p->map_key_h, plabel_map_hash(m), i);
+		plabel_itab_put(&p->map_key_h, plabel_map_hash(m), i);
 	p->maps[p->nmaps++] = *m;
 	return i;
 }
@@ -571,7 +377,7 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 	if (!m.file || !m.build_id)
 		return 0;
 	h = plabel_map_hash(&m);
-	while ((i = plabel_hmap_next(&p->map_key_h, h, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->map_key_h, h, &pos)) != SIZE_MAX) {
 		const struct plabel_pmap *o = &p->maps[i];
 
 		if (o->start == start && o->limit == limit &&
@@ -607,16 +413,16 @@ static size_t plabel_func_get(struct plabel_prof *p, const char *name,
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pfunc *f;
 
-	while ((i = plabel_hmap_next(&p->func_key_h, h, &pos)) != SIZE_MAX)
+	while ((i = plabel_itab_next(&p->func_key_h, h, &pos)) != SIZE_MAX)
 		if (p->funcs[i].name == name && p->funcs[i].file == file)
 			return i;
 	if (plabel_grow(&p->funcs, &p->capfuncs, p->nfuncs, sizeof(*p->funcs)) ||
-	    plabel_hmap_reserve(&p->func_key_h) ||
-	    plabel_hmap_reserve(&p->func_id_h))
+	    plabel_itab_reserve(&p->func_key_h, 1) ||
+	    plabel_itab_reserve(&p->func_id_h, 1))
 		return SIZE_MAX;
 	i = p->nfuncs;
-	plabel_hmap_put(&p->func_key_h, h, i);
-	plabel_hmap_put(&p->func_id_h, plabel_id_hash(i + 1), i);
+	plabel_itab_put(&p->func_key_h, h, i);
+	plabel_itab_put(&p->func_id_h, plabel_id_hash(i + 1), i);
 	f = &p->funcs[i];
 	f->id = i + 1;
 	f->name = name;
@@ -646,7 +452,7 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 
 	if (!p->built)
 		return 0;
-	while ((i = plabel_hmap_next(&p->loc_key_h, h, &pos)) != SIZE_MAX)
+	while ((i = plabel_itab_next(&p->loc_key_h, h, &pos)) != SIZE_MAX)
 		if (p->locs[i].mapping_id == mapping_id &&
 		    p->locs[i].address == address)
 			return p->locs[i].id;
@@ -687,13 +493,13 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 		m->has_inline_frames = true;
 	l.nlines = nlines;
 	if (plabel_grow(&p->locs, &p->caplocs, p->nlocs, sizeof(*p->locs)) ||
-	    plabel_hmap_reserve(&p->loc_key_h) ||
-	    plabel_hmap_reserve(&p->loc_id_h))
+	    plabel_itab_reserve(&p->loc_key_h, 1) ||
+	    plabel_itab_reserve(&p->loc_id_h, 1))
 		goto err_free;
 	i = p->nlocs;
 	l.id = i + 1;
-	plabel_hmap_put(&p->loc_key_h, h, i);
-	plabel_hmap_put(&p->loc_id_h, plabel_id_hash(l.id), i);
+	plabel_itab_put(&p->loc_key_h, h, i);
+	plabel_itab_put(&p->loc_id_h, plabel_id_hash(l.id), i);
 	p->locs[p->nlocs++] = l;
 	return l.id;
 
@@ -857,9 +663,9 @@ static int plabel_sample_insert(struct plabel_prof *p,
 		s.values[1] = nanos;
 	if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
 			sizeof(*p->samples)) ||
-	    plabel_hmap_reserve(&p->sample_h))
+	    plabel_itab_reserve(&p->sample_h, 1))
 		goto err_free;
-	plabel_hmap_put(&p->sample_h, hash, p->nsamples);
+	plabel_itab_put(&p->sample_h, hash, p->nsamples);
 	p->samples[p->nsamples++] = s;
 	return 0;
 
@@ -894,7 +700,7 @@ static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
 	    plabel_num_label(p, &p->tid_key, "tid", tid, &num[k.nnum++]))
 		return -ENOMEM;
 	hash = plabel_sample_hash(&k);
-	while ((i = plabel_hmap_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
+	while ((i = plabel_itab_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
 		struct plabel_psample *o = &p->samples[i];
 
 		if (!plabel_sample_eq(o, &k))
@@ -981,726 +787,6 @@ int plabel_prof_sample_labelset(struct plabel_prof *p,
 	ls = &p->lsets[labelset - 1];
 	return plabel_sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
 				 tid, count, nanos);
-}
-
-/* ---- writer ---- */
-
-/* All the protobuf-c structs of one encoding, freed together. */
-struct plabel_enc {
-	Perftools__Profiles__Profile prof;
-	Perftools__Profiles__ValueType *vt, **vtp, period_type;
-	Perftools__Profiles__Sample *s, **sp;
-	Perftools__Profiles__Label *lab, **labp;
-	Perftools__Profiles__Mapping *m, **mp;
-	Perftools__Profiles__Location *l, **lp;
-	Perftools__Profiles__Line *ln, **lnp;
-	Perftools__Profiles__Function *f, **fp;
-	int64_t *comment;
-	char **strtab;
-};
-
-static void plabel_enc_free(struct plabel_enc *e)
-{
-	free(e->vt);
-	free(e->vtp);
-	free(e->s);
-	free(e->sp);
-	free(e->lab);
-	free(e->labp);
-	free(e->m);
-	free(e->mp);
-	free(e->l);
-	free(e->lp);
-	free(e->ln);
-	free(e->lnp);
-	free(e->f);
-	free(e->fp);
-	free(e->comment);
-	free(e->strtab);
-}
-
-#define PLABEL_ALLOC2(a, ap, n) \
-	(((a) = calloc((n) ? (n) : 1, sizeof(*(a)))) && \
-	 ((ap) = calloc((n) ? (n) : 1, sizeof(*(ap)))))
-
-static int plabel_enc_build(const struct plabel_prof *p, struct plabel_enc *e)
-{
-	size_t i, j, nlab = 0, nln = 0, li = 0, lni = 0;
-
-	memset(e, 0, sizeof(*e));
-	perftools__profiles__profile__init(&e->prof);
-	for (i = 0; i < p->nsamples; i++)
-		nlab += p->samples[i].nlabels + p->samples[i].nnum;
-	for (i = 0; i < p->nlocs; i++)
-		nln += p->locs[i].nlines;
-	if (!PLABEL_ALLOC2(e->vt, e->vtp, p->nstypes) ||
-	    !PLABEL_ALLOC2(e->s, e->sp, p->nsamples) ||
-	    !PLABEL_ALLOC2(e->lab, e->labp, nlab) ||
-	    !PLABEL_ALLOC2(e->m, e->mp, p->nmaps) ||
-	    !PLABEL_ALLOC2(e->l, e->lp, p->nlocs) ||
-	    !PLABEL_ALLOC2(e->ln, e->lnp, nln) ||
-	    !PLABEL_ALLOC2(e->f, e->fp, p->nfuncs))
-		return -ENOMEM;
-	e->comment = calloc(p->ncomments ? p->ncomments : 1,
-			    sizeof(*e->comment));
-	e->strtab = calloc(p->nstrs, sizeof(*e->strtab));
-	if (!e->comment || !e->strtab)
-		return -ENOMEM;
-
-	for (i = 0; i < p->nstrs; i++)
-		e->strtab[i] = p->strs[i]->s;
-	e->prof.n_string_table = p->nstrs;
-	e->prof.string_table = e->strtab;
-
-	for (i = 0; i < p->nstypes; i++) {
-		perftools__profiles__value_type__init(&e->vt[i]);
-		e->vt[i].type = plabel_str_idx(p->stypes[i].type);
-		e->vt[i].unit = plabel_str_idx(p->stypes[i].unit);
-		e->vtp[i] = &e->vt[i];
-	}
-	e->prof.n_sample_type = p->nstypes;
-	e->prof.sample_type = e->vtp;
-
-	for (i = 0; i < p->nsamples; i++) {
-		const struct plabel_psample *ps = &p->samples[i];
-		Perftools__Profiles__Sample *s = &e->s[i];
-
-		perftools__profiles__sample__init(s);
-		s->n_location_id = ps->nlocs;
-		s->location_id = ps->locs;
-		s->n_value = p->nstypes;
-		s->value = ps->values;
-		s->n_label = ps->nlabels + ps->nnum;
-		s->label = &e->labp[li];
-		for (j = 0; j < ps->nlabels; j++, li++) {
-			perftools__profiles__label__init(&e->lab[li]);
-			e->lab[li].key = plabel_str_idx(ps->labels[j].key);
-			e->lab[li].str = plabel_str_idx(ps->labels[j].value);
-			e->labp[li] = &e->lab[li];
-		}
-		for (j = 0; j < ps->nnum; j++, li++) {
-			perftools__profiles__label__init(&e->lab[li]);
-			e->lab[li].key = plabel_str_idx(ps->num[j].key);
-			e->lab[li].num = ps->num[j].num;
-			e->lab[li].num_unit = plabel_str_idx(ps->num[j].unit);
-			e->labp[li] = &e->lab[li];
-		}
-		e->sp[i] = s;
-	}
-	e->prof.n_sample = p->nsamples;
-	e->prof.sample = e->sp;
-
-	for (i = 0; i < p->nmaps; i++) {
-		/* the main binary first: viewers take mapping[0] for it */
-		size_t k = i == 0 ? p->main_map : i <= p->main_map ? i - 1 : i;
-		const struct plabel_pmap *pm = &p->maps[k];
-		Perftools__Profiles__Mapping *m = &e->m[i];
-
-		perftools__profiles__mapping__init(m);
-		m->id = pm->id;
-		m->memory_start = pm->start;
-		m->memory_limit = pm->limit;
-		m->file_offset = pm->offset;
-		m->filename = plabel_str_idx(pm->file);
-		m->build_id = plabel_str_idx(pm->build_id);
-		m->has_functions = pm->has_functions;
-		m->has_filenames = pm->has_filenames;
-		m->has_line_numbers = pm->has_line_numbers;
-		m->has_inline_frames = pm->has_inline_frames;
-		e->mp[i] = m;
-	}
-	e->prof.n_mapping = p->nmaps;
-	e->prof.mapping = e->mp;
-
-	for (i = 0; i < p->nlocs; i++) {
-		const struct plabel_ploc *pl = &p->locs[i];
-		Perftools__Profiles__Location *l = &e->l[i];
-
-		perftools__profiles__location__init(l);
-		l->id = pl->id;
-		l->mapping_id = pl->mapping_id;
-		l->address = pl->address;
-		l->is_folded = pl->is_folded;
-		l->n_line = pl->nlines;
-		l->line = &e->lnp[lni];
-		for (j = 0; j < pl->nlines; j++, lni++) {
-			perftools__profiles__line__init(&e->ln[lni]);
-			e->ln[lni].function_id = p->funcs[pl->func_idx[j]].id;
-			e->ln[lni].line = pl->lines[j].line;
-			e->lnp[lni] = &e->ln[lni];
-		}
-		e->lp[i] = l;
-	}
-	e->prof.n_location = p->nlocs;
-	e->prof.location = e->lp;
-
-	for (i = 0; i < p->nfuncs; i++) {
-		const struct plabel_pfunc *pf = &p->funcs[i];
-		Perftools__Profiles__Function *f = &e->f[i];
-
-		perftools__profiles__function__init(f);
-		f->id = pf->id;
-		f->name = plabel_str_idx(pf->name);
-		f->system_name = plabel_str_idx(pf->system_name);
-		f->filename = plabel_str_idx(pf->file);
-		f->start_line = pf->start_line;
-		e->fp[i] = f;
-	}
-	e->prof.n_function = p->nfuncs;
-	e->prof.function = e->fp;
-
-	for (i = 0; i < p->ncomments; i++)
-		e->comment[i] = plabel_str_idx(p->comments[i]);
-	e->prof.n_comment = p->ncomments;
-	e->prof.comment = e->comment;
-
-	perftools__profiles__value_type__init(&e->period_type);
-	e->period_type.type = plabel_str_idx(p->ptype.type);
-	e->period_type.unit = plabel_str_idx(p->ptype.unit);
-	e->prof.period_type = &e->period_type;
-	e->prof.period = p->period;
-	e->prof.time_nanos = p->time_nanos;
-	e->prof.duration_nanos = p->duration_nanos;
-	e->prof.drop_frames = plabel_str_idx(p->drop_frames);
-	e->prof.keep_frames = plabel_str_idx(p->keep_frames);
-	e->prof.default_sample_type = plabel_str_idx(p->default_type);
-	return 0;
-}
-
-int plabel_prof_encode(const struct plabel_prof *p, uint8_t **buf,
-		       size_t *len)
-{
-	struct plabel_enc e;
-	uint8_t *raw = NULL, *gz = NULL;
-	size_t rawlen;
-	z_stream z;
-	int ret;
-
-	ret = plabel_enc_build(p, &e);
-	if (ret)
-		goto err_enc;
-	rawlen = perftools__profiles__profile__get_packed_size(&e.prof);
-	raw = malloc(rawlen ? rawlen : 1);
-	if (!raw) {
-		ret = -ENOMEM;
-		goto err_enc;
-	}
-	perftools__profiles__profile__pack(&e.prof, raw);
-
-	memset(&z, 0, sizeof(z));
-	/* 15 + 16: zlib writes a gzip header and trailer. */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		ret = -ENOMEM;
-		goto err_raw;
-	}
-	z.avail_out = deflateBound(&z, rawlen);
-	gz = malloc(z.avail_out);
-	if (!gz) {
-		ret = -ENOMEM;
-		goto err_z;
-	}
-	z.next_in = raw;
-	z.avail_in = rawlen;
-	z.next_out = gz;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		ret = -EIO;
-		free(gz);
-		goto err_z;
-	}
-	*buf = gz;
-	*len = z.total_out;
-	ret = 0;
-err_z:
-	deflateEnd(&z);
-err_raw:
-	free(raw);
-err_enc:
-	plabel_enc_free(&e);
-	return ret;
-}
-
-static int plabel_write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int plabel_prof_write(const struct plabel_prof *p, const char *path)
-{
-	uint8_t *buf;
-	size_t len;
-	int fd, ret;
-
-	ret = plabel_prof_encode(p, &buf, &len);
-	if (ret)
-		return ret;
-	if (!strcmp(path, "-")) {
-		ret = plabel_write_all(STDOUT_FILENO, buf, len);
-		free(buf);
-		return ret;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		goto err_buf;
-	}
-	ret = plabel_write_all(fd, buf, len);
-	if (close(fd) && !ret)
-		ret = -errno;
-err_buf:
-	free(buf);
-	return ret;
-}
-
-/* ---- reader ---- */
-
-static __thread char plabel_errbuf[256];
-
-static int plabel_fail(const char **err, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int plabel_fail(const char **err, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(plabel_errbuf, sizeof(plabel_errbuf), fmt, ap);
-	va_end(ap);
-	if (err)
-		*err = plabel_errbuf;
-	return ret;
-}
-
-/* Inflate gzip data (one or more members) into a malloc()ed buffer. */
-static int plabel_gunzip(const uint8_t *in, size_t inlen, uint8_t **out,
-			 size_t *outlen, const char **err)
-{
-	size_t cap = inlen * 4 + 4096, used = 0;
-	uint8_t *buf = NULL;
-	z_stream z;
-	int zr, ret;
-
-	if (cap > PLABEL_PROF_MAX_BYTES)
-		cap = PLABEL_PROF_MAX_BYTES;
-	memset(&z, 0, sizeof(z));
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return plabel_fail(err, -ENOMEM, "out of memory");
-	buf = malloc(cap);
-	if (!buf) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
-		goto err_z;
-	}
-	z.next_in = (uint8_t *)in;
-	z.avail_in = inlen;
-	for (;;) {
-		if (used == cap) {
-			uint8_t *nb;
-
-			if (cap >= PLABEL_PROF_MAX_BYTES) {
-				ret = plabel_fail(err, -EFBIG,
-						  "decompressed profile larger than %u MiB",
-						  PLABEL_PROF_MAX_BYTES >> 20);
-				goto err_buf;
-			}
-			cap = cap * 2 > PLABEL_PROF_MAX_BYTES ?
-				PLABEL_PROF_MAX_BYTES : cap * 2;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				ret = plabel_fail(err, -ENOMEM, "out of memory");
-				goto err_buf;
-			}
-			buf = nb;
-		}
-		z.next_out = buf + used;
-		z.avail_out = cap - used;
-		zr = inflate(&z, Z_NO_FLUSH);
-		used = cap - z.avail_out;
-		if (zr == Z_STREAM_END) {
-			/* Another gzip member may follow. */
-			if (z.avail_in >= 2 && z.next_in[0] == 0x1f &&
-			    z.next_in[1] == 0x8b) {
-				if (inflateReset(&z) != Z_OK) {
-					ret = plabel_fail(err, -EBADMSG,
-							  "bad gzip data");
-					goto err_buf;
-				}
-				continue;
-			}
-			if (z.avail_in) {
-				ret = plabel_fail(err, -EBADMSG,
-						  "trailing garbage after gzip data");
-				goto err_buf;
-			}
-			break;
-		}
-		if (zr == Z_OK)
-			continue;
-		if (zr == Z_BUF_ERROR && z.avail_out)
-			ret = plabel_fail(err, -EBADMSG,
-					  "truncated gzip data");
-		else if (zr == Z_MEM_ERROR)
-			ret = plabel_fail(err, -ENOMEM, "out of memory");
-		else if (zr == Z_BUF_ERROR)
-			continue;
-		else
-			ret = plabel_fail(err, -EBADMSG, "bad gzip data: %s",
-					  z.msg ? z.msg : "corrupt");
-		goto err_buf;
-	}
-	inflateEnd(&z);
-	*out = buf;
-	*outlen = used;
-	return 0;
-
-err_buf:
-	free(buf);
-err_z:
-	inflateEnd(&z);
-	return ret;
-}
-
-/* Checked string table access while converting a decoded profile. */
-struct plabel_dec {
-	const Perftools__Profiles__Profile *pb;
-	const char **str;	/* interned, by file index */
-	const char **err;
-	int ret;
-};
-
-static const char *plabel_dec_str(struct plabel_dec *d, int64_t idx,
-				  const char *what)
-{
-	if (idx < 0 || (uint64_t)idx >= d->pb->n_string_table) {
-		if (!d->ret)
-			d->ret = plabel_fail(d->err, -EINVAL,
-					     "%s: string index %lld out of range (string table has %zu entries)",
-					     what, (long long)idx,
-					     d->pb->n_string_table);
-		return d->str[0];
-	}
-	return d->str[idx];
-}
-
-static int plabel_dec_convert(struct plabel_prof *p, struct plabel_dec *d)
-{
-	const Perftools__Profiles__Profile *pb = d->pb;
-	const char **err = d->err;
-	size_t i, j;
-
-	if (!pb->n_string_table || pb->string_table[0][0])
-		return plabel_fail(err, -EINVAL,
-				   "string table must start with the empty string");
-	d->str = calloc(pb->n_string_table, sizeof(*d->str));
-	if (!d->str)
-		return plabel_fail(err, -ENOMEM, "out of memory");
-	for (i = 0; i < pb->n_string_table; i++) {
-		d->str[i] = plabel_intern_esc(p, pb->string_table[i],
-					     false);
-		if (!d->str[i])
-			return plabel_fail(err, -ENOMEM, "out of memory");
-	}
-
-	if (!pb->n_sample_type && pb->n_sample)
-		return plabel_fail(err, -EINVAL, "missing sample types");
-	p->stypes = calloc(pb->n_sample_type ? pb->n_sample_type : 1,
-			   sizeof(*p->stypes));
-	if (!p->stypes)
-		return plabel_fail(err, -ENOMEM, "out of memory");
-	p->nstypes = pb->n_sample_type;
-	for (i = 0; i < pb->n_sample_type; i++) {
-		p->stypes[i].type = plabel_dec_str(d, pb->sample_type[i]->type,
-						   "sample type");
-		p->stypes[i].unit = plabel_dec_str(d, pb->sample_type[i]->unit,
-						   "sample type unit");
-	}
-	if (pb->period_type) {
-		p->ptype.type = plabel_dec_str(d, pb->period_type->type,
-					       "period type");
-		p->ptype.unit = plabel_dec_str(d, pb->period_type->unit,
-					       "period type unit");
-	}
-	p->period = pb->period;
-	p->time_nanos = pb->time_nanos;
-	p->duration_nanos = pb->duration_nanos;
-	p->drop_frames = plabel_dec_str(d, pb->drop_frames, "drop_frames");
-	p->keep_frames = plabel_dec_str(d, pb->keep_frames, "keep_frames");
-	p->default_type = plabel_dec_str(d, pb->default_sample_type,
-					 "default_sample_type");
-	for (i = 0; i < pb->n_comment; i++)
-		if (plabel_add_comment_str(p, plabel_dec_str(d, pb->comment[i],
-							     "comment")))
-			return plabel_fail(err, -ENOMEM, "out of memory");
-	if (d->ret)
-		return d->ret;
-
-	for (i = 0; i < pb->n_mapping; i++) {
-		const Perftools__Profiles__Mapping *m = pb->mapping[i];
-		struct plabel_pmap pm = {
-			.id = m->id, .start = m->memory_start,
-			.limit = m->memory_limit, .offset = m->file_offset,
-			.has_functions = m->has_functions,
-			.has_filenames = m->has_filenames,
-			.has_line_numbers = m->has_line_numbers,
-			.has_inline_frames = m->has_inline_frames,
-		};
-
-		if (!m->id)
-			return plabel_fail(err, -EINVAL, "mapping with id 0");
-		if (plabel_find_map(p, m->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two mappings with id %llu",
-					   (unsigned long long)m->id);
-		pm.file = plabel_dec_str(d, m->filename, "mapping file name");
-		pm.build_id = plabel_dec_str(d, m->build_id, "mapping build id");
-		if (d->ret)
-			return d->ret;
-		if (plabel_add_map(p, &pm, false) == SIZE_MAX)
-			return plabel_fail(err, -ENOMEM, "out of memory");
-	}
-
-	for (i = 0; i < pb->n_function; i++) {
-		const Perftools__Profiles__Function *f = pb->function[i];
-		struct plabel_pfunc *pf;
-
-		if (!f->id)
-			return plabel_fail(err, -EINVAL, "function with id 0");
-		if (plabel_find_func(p, f->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two functions with id %llu",
-					   (unsigned long long)f->id);
-		if (plabel_grow(&p->funcs, &p->capfuncs, p->nfuncs,
-				sizeof(*p->funcs)) ||
-		    plabel_hmap_reserve(&p->func_id_h))
-			return plabel_fail(err, -ENOMEM, "out of memory");
-		plabel_hmap_put(&p->func_id_h, plabel_id_hash(f->id),
-				p->nfuncs);
-		pf = &p->funcs[p->nfuncs++];
-		pf->id = f->id;
-		pf->name = plabel_dec_str(d, f->name, "function name");
-		pf->system_name = plabel_dec_str(d, f->system_name,
-						 "function system name");
-		pf->file = plabel_dec_str(d, f->filename, "function file name");
-		pf->start_line = f->start_line;
-		if (d->ret)
-			return d->ret;
-	}
-
-	for (i = 0; i < pb->n_location; i++) {
-		const Perftools__Profiles__Location *l = pb->location[i];
-		struct plabel_ploc *pl;
-
-		if (!l->id)
-			return plabel_fail(err, -EINVAL, "location with id 0");
-		if (plabel_find_loc(p, l->id) != SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "two locations with id %llu",
-					   (unsigned long long)l->id);
-		if (l->mapping_id && plabel_find_map(p, l->mapping_id) ==
-				     SIZE_MAX)
-			return plabel_fail(err, -EINVAL,
-					   "location %llu: no mapping with id %llu",
-					   (unsigned long long)l->id,
-					   (unsigned long long)l->mapping_id);
-		if (plabel_grow(&p->locs, &p->caplocs, p->nlocs,
-				sizeof(*p->locs)) ||
-		    plabel_hmap_reserve(&p->loc_id_h))
-			return plabel_fail(err, -ENOMEM, "out of memory");
-		plabel_hmap_put(&p->loc_id_h, plabel_id_hash(l->id), p->nlocs);
-		pl = &p->locs[p->nlocs++];
-		memset(pl, 0, sizeof(*pl));
-		pl->id = l->id;
-		pl->mapping_id = l->mapping_id;
-		pl->address = l->address;
-		pl->is_folded = l->is_folded;
-		if (!l->n_line)
-			continue;
-		pl->lines = calloc(l->n_line, sizeof(*pl->lines));
-		pl->func_idx = calloc(l->n_line, sizeof(*pl->func_idx));
-		if (!pl->lines || !pl->func_idx)
-			return plabel_fail(err, -ENOMEM, "out of memory");
-		pl->nlines = l->n_line;
-		for (j = 0; j < l->n_line; j++) {
-			size_t fi = plabel_find_func(p, l->line[j]->function_id);
-
-			if (fi == SIZE_MAX)
-				return plabel_fail(err, -EINVAL,
-						   "location %llu: line %zu refers to function %llu, which does not exist",
-						   (unsigned long long)l->id, j,
-						   (unsigned long long)l->line[j]->function_id);
-			pl->func_idx[j] = fi;
-			pl->lines[j].function = p->funcs[fi].name;
-			pl->lines[j].file = p->funcs[fi].file;
-			pl->lines[j].line = l->line[j]->line;
-		}
-	}
-
-	for (i = 0; i < pb->n_sample; i++) {
-		const Perftools__Profiles__Sample *s = pb->sample[i];
-		struct plabel_psample *ps;
-
-		if (s->n_value != p->nstypes)
-			return plabel_fail(err, -EINVAL,
-					   "sample %zu has %zu values for %zu sample types",
-					   i, s->n_value, p->nstypes);
-		for (j = 0; j < s->n_location_id; j++)
-			if (plabel_find_loc(p, s->location_id[j]) == SIZE_MAX)
-				return plabel_fail(err, -EINVAL,
-						   "sample %zu refers to location %llu, which does not exist",
-						   i, (unsigned long long)s->location_id[j]);
-		if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
-				sizeof(*p->samples)))
-			return plabel_fail(err, -ENOMEM, "out of memory");
-		ps = &p->samples[p->nsamples++];
-		memset(ps, 0, sizeof(*ps));
-		ps->nlocs = s->n_location_id;
-		ps->locs = malloc((ps->nlocs ? ps->nlocs : 1) *
-				  sizeof(*ps->locs));
-		ps->values = malloc((p->nstypes ? p->nstypes : 1) *
-				    sizeof(*ps->values));
-		ps->labels = calloc(s->n_label ? s->n_label : 1,
-				    sizeof(*ps->labels));
-		ps->num = calloc(s->n_label ? s->n_label : 1, sizeof(*ps->num));
-		if (!ps->locs || !ps->values || !ps->labels || !ps->num)
-			return plabel_fail(err, -ENOMEM, "out of memory");
-		if (ps->nlocs)
-			memcpy(ps->locs, s->location_id,
-			       ps->nlocs * sizeof(*ps->locs));
-		if (p->nstypes)
-			memcpy(ps->values, s->value,
-			       p->nstypes * sizeof(*ps->values));
-		for (j = 0; j < s->n_label; j++) {
-			const Perftools__Profiles__Label *l = s->label[j];
-			const char *key = plabel_dec_str(d, l->key,
-							 "label key");
-
-			/* pprof's reading: str set means a string label,
-			 * else num or num_unit set means a numeric one,
-			 * else the label carries nothing and is dropped. */
-			if (l->str) {
-				ps->labels[ps->nlabels].key = key;
-				ps->labels[ps->nlabels++].value =
-					plabel_dec_str(d, l->str, "label value");
-			} else if (l->num || l->num_unit) {
-				ps->num[ps->nnum].key = key;
-				ps->num[ps->nnum].num = l->num;
-				ps->num[ps->nnum++].unit =
-					plabel_dec_str(d, l->num_unit,
-						       "label unit");
-			}
-		}
-		if (d->ret)
-			return d->ret;
-	}
-	return 0;
-}
-
-int plabel_prof_decode(const uint8_t *buf, size_t len,
-		       struct plabel_prof **out, const char **err)
-{
-	Perftools__Profiles__Profile *pb;
-	struct plabel_dec d = { .err = err };
-	uint8_t *raw = NULL;
-	struct plabel_prof *p;
-	int ret;
-
-	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-		ret = plabel_gunzip(buf, len, &raw, &len, err);
-		if (ret)
-			return ret;
-		buf = raw;
-	}
-	pb = perftools__profiles__profile__unpack(NULL, len, buf);
-	free(raw);
-	if (!pb)
-		return plabel_fail(err, -EBADMSG,
-				   "not a pprof profile (protobuf decoding failed)");
-	p = plabel_prof_alloc();
-	if (!p) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
-		goto err_pb;
-	}
-	d.pb = pb;
-	ret = plabel_dec_convert(p, &d);
-	free(d.str);
-	if (ret) {
-		plabel_prof_free(p);
-		goto err_pb;
-	}
-	*out = p;
-err_pb:
-	perftools__profiles__profile__free_unpacked(pb, NULL);
-	return ret;
-}
-
-int plabel_prof_read(const char *path, struct plabel_prof **out,
-		     const char **err)
-{
-	size_t cap = 1 << 16, len = 0;
-	uint8_t *buf;
-	int fd, ret;
-
-	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) :
-				 dup(STDIN_FILENO);
-	if (fd < 0)
-		return plabel_fail(err, -errno, "%s", strerror(errno));
-	buf = malloc(cap);
-	if (!buf) {
-		ret = plabel_fail(err, -ENOMEM, "out of memory");
-		goto err_fd;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			uint8_t *nb;
-
-			if (cap >= PLABEL_PROF_MAX_BYTES) {
-				ret = plabel_fail(err, -EFBIG,
-						  "larger than %u MiB",
-						  PLABEL_PROF_MAX_BYTES >> 20);
-				goto err_buf;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				ret = plabel_fail(err, -ENOMEM,
-						  "out of memory");
-				goto err_buf;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = plabel_fail(err, -errno, "%s", strerror(errno));
-			goto err_buf;
-		}
-		if (!n)
-			break;
-		len += n;
-	}
-	if (!len) {
-		ret = plabel_fail(err, -EBADMSG, "empty file");
-		goto err_buf;
-	}
-	ret = plabel_prof_decode(buf, len, out, err);
-err_buf:
-	free(buf);
-err_fd:
-	close(fd);
-	return ret;
 }
 
 /* ---- read access ---- */

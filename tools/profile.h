@@ -10,11 +10,10 @@
  * The builder calls (mapping, location, sample) work on profiles made by
  * plabel_prof_new(); on a profile read from a file they fail.
  *
- * Sample values by kind:
- *   PLABEL_PROF_CPU           samples/count, cpu/nanoseconds;
- *                             period type cpu/nanoseconds, period period_ns
- *   PLABEL_PROF_THREADCREATE  threadcreate/count (one value; nanos ignored);
- *                             period type threadcreate/count, period 1
+ * A profile's sample value types and period come from its kind's row in
+ * plabel_kinds[] (kind.c): cpu has samples/count and cpu/nanoseconds,
+ * period type cpu/nanoseconds, period period_ns; threadcreate has
+ * threadcreate/count alone (nanos ignored), period 1.
  */
 #ifndef PLABEL_TOOLS_PROFILE_H
 #define PLABEL_TOOLS_PROFILE_H
@@ -22,12 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct plabel_prof;
+#include "kind.h"
 
-enum plabel_prof_kind {
-	PLABEL_PROF_CPU,
-	PLABEL_PROF_THREADCREATE,
-};
+struct plabel_prof;
 
 /* One source line of a location; lines[0] is the innermost inlined frame,
  * the last line the function the address belongs to (pprof's order). */

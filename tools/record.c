@@ -370,50 +370,52 @@ static void plabel_progress(struct plabel_rec_state *st, double t0,
 static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 				 int64_t wall_ns, int64_t dur_ns)
 {
-	struct plabel_prof *cpu = NULL, *tc = NULL;
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
+	char *paths[PLABEL_PROF_NKINDS] = { NULL };
 	struct plabel_collect_stats s;
-	char *cpath = NULL, *tpath = NULL;
+	size_t k;
 	int ret;
 
-	ret = plabel_collect_finish(col, wall_ns, dur_ns, &cpu, &tc);
+	ret = plabel_collect_finish(col, wall_ns, dur_ns, profs);
 	if (ret) {
 		fprintf(stderr, "plabel record: building the profiles: %s\n",
 			strerror(-ret));
 		return 1;
 	}
-	if (asprintf(&cpath, "%s/cpu.pb.gz", dir) < 0 ||
-	    asprintf(&tpath, "%s/threadcreate.pb.gz", dir) < 0) {
-		ret = -ENOMEM;
-		goto out;
+	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
+		if (asprintf(&paths[k], "%s/%s", dir,
+			     plabel_kinds[k].file) < 0) {
+			paths[k] = NULL;
+			ret = -ENOMEM;
+		}
 	}
-	ret = plabel_prof_write(cpu, cpath);
-	if (ret) {
-		fprintf(stderr, "plabel record: cannot write %s: %s\n", cpath,
-			strerror(-ret));
-		goto out;
+	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
+		ret = plabel_prof_write(profs[k], paths[k]);
+		if (ret)
+			fprintf(stderr, "plabel record: cannot write %s: %s\n",
+				paths[k], strerror(-ret));
 	}
-	ret = plabel_prof_write(tc, tpath);
-	if (ret) {
-		fprintf(stderr, "plabel record: cannot write %s: %s\n", tpath,
-			strerror(-ret));
+	if (ret)
 		goto out;
-	}
 	plabel_collect_stats(col, &s);
 	if (s.version && s.version != PLABEL_REC_VERSION)
 		fprintf(stderr, "plabel record: the module writes record format %u, this plabel knows %u: update plabel\n",
 			s.version, PLABEL_REC_VERSION);
 	fprintf(stderr, "plabel: %" PRIu64 " samples, %" PRIu64
 		" thread creations, %" PRIu64 " label sets, %" PRIu64
-		" lost records%s; wrote %s, %s\n", s.samples, s.threads,
+		" lost records%s; wrote", s.samples, s.threads,
 		s.labelsets, s.lost, s.unresolved ?
-		" (some label sets unresolved)" : "", cpath, tpath);
+		" (some label sets unresolved)" : "");
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		fprintf(stderr, "%s %s", k ? "," : "", paths[k]);
+	fputc('\n', stderr);
 out:
 	if (ret == -ENOMEM)
 		fprintf(stderr, "plabel record: out of memory\n");
-	free(cpath);
-	free(tpath);
-	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
+		free(paths[k]);
+		plabel_prof_free(profs[k]);
+	}
 	return ret ? 1 : 0;
 }
 
@@ -444,20 +446,15 @@ static int plabel_shell_status(int wst)
 	return 1;
 }
 
-static const char *const plabel_out_files[] = {
-	"cpu.pb.gz", "threadcreate.pb.gz",
-};
-
 /* Whether dir holds one of the files record writes. */
 static int plabel_dir_has_profile(const char *dir)
 {
 	char path[PATH_MAX];
 	size_t i;
 
-	for (i = 0; i < sizeof(plabel_out_files) / sizeof(*plabel_out_files);
-	     i++) {
+	for (i = 0; i < PLABEL_PROF_NKINDS; i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", dir,
-			     plabel_out_files[i]) < (int)sizeof(path) &&
+			     plabel_kinds[i].file) < (int)sizeof(path) &&
 		    !access(path, F_OK))
 			return 1;
 	}
@@ -470,10 +467,9 @@ static int plabel_remove_old(const char *old)
 	char path[PATH_MAX];
 	size_t i;
 
-	for (i = 0; i < sizeof(plabel_out_files) / sizeof(*plabel_out_files);
-	     i++) {
+	for (i = 0; i < PLABEL_PROF_NKINDS; i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", old,
-			     plabel_out_files[i]) >= (int)sizeof(path))
+			     plabel_kinds[i].file) >= (int)sizeof(path))
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
 			return -errno;
@@ -512,12 +508,12 @@ static int plabel_prepare_dir(const char *dir)
 			ret = -errno;
 		if (ret == -EBUSY || ret == -EINVAL) {
 			/* the directory cannot move: its files do */
-			for (i = 0, ret = 0; i < sizeof(plabel_out_files) /
-			     sizeof(*plabel_out_files) && !ret; i++) {
+			for (i = 0, ret = 0; i < PLABEL_PROF_NKINDS && !ret;
+			     i++) {
 				char from[PATH_MAX];
 
 				if (snprintf(from, sizeof(from), "%s/%s", dir,
-					     plabel_out_files[i]) >=
+					     plabel_kinds[i].file) >=
 				    (int)sizeof(from) ||
 				    snprintf(probe, sizeof(probe), "%s.old",
 					     from) >= (int)sizeof(probe))
@@ -825,8 +821,9 @@ int plabel_cmd_record(int argc, char **argv)
 		    PLABEL_TARGET_TREE;
 	sa.callchain = callchain;
 	sa.sample_hz = hz;
-	sa.record = PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
-		    PLABEL_RECORD_KERNEL;
+	sa.record = PLABEL_RECORD_KERNEL;
+	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
+		sa.record |= plabel_kinds[i].record_flag;
 	if (!all) {
 		sa.pids = (uintptr_t)pids;
 		sa.npids = npids;

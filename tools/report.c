@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "profile.h"
+#include "table.h"
 
 /* pprof's defaults for text reports. */
 #define PLABEL_NODE_FRACTION	0.005
@@ -273,28 +274,10 @@ struct plabel_report {
 	bool *kept;		/* NULL: all */
 	struct plabel_edge *edges;
 	size_t nedges, capedges;
-	size_t *edge_slot;	/* open addressing, edge index + 1 */
-	size_t edge_cap;
+	struct plabel_itab edge_tab;
 	uint64_t *node_seen;
 	uint64_t gen;
 };
-
-static int plabel_report_grow(void *arr, size_t *cap, size_t n, size_t elsz)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	na = realloc(*a, ncap * elsz);
-	if (!na)
-		return -ENOMEM;
-	*a = na;
-	*cap = ncap;
-	return 0;
-}
 
 static const char *plabel_basename(const char *path)
 {
@@ -308,13 +291,6 @@ static const char *plabel_basename(const char *path)
 		;
 	return s;
 }
-
-/* Node for (function name) or (binary, start line): linear lookup over a
- * small hash, keyed by the printable-independent identity. */
-struct plabel_nodemap {
-	size_t *slot;
-	size_t cap;
-};
 
 static uint64_t plabel_str_hash(uint64_t h, const char *s)
 {
@@ -342,30 +318,6 @@ static bool plabel_node_is(const struct plabel_node *n, const char *name,
 	if (name || n->name)
 		return name && n->name && !strcmp(name, n->name);
 	return n->start_line == start_line && !strcmp(n->objfile, objfile);
-}
-
-static int plabel_nodemap_grow(struct plabel_report *r,
-			       struct plabel_nodemap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 256, i, j;
-	size_t *ns;
-
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (j = 0; j < r->nnodes; j++) {
-		struct plabel_node *n = &r->nodes[j];
-
-		i = plabel_node_hash(n->name, n->objfile, n->start_line) &
-		    (ncap - 1);
-		while (ns[i])
-			i = (i + 1) & (ncap - 1);
-		ns[i] = j + 1;
-	}
-	free(m->slot);
-	m->slot = ns;
-	m->cap = ncap;
-	return 0;
 }
 
 static int plabel_make_printable(struct plabel_node *n)
@@ -398,23 +350,19 @@ static int plabel_make_printable(struct plabel_node *n)
 }
 
 static size_t plabel_node_get(struct plabel_report *r,
-			      struct plabel_nodemap *m, const char *name,
+			      struct plabel_itab *m, const char *name,
 			      const char *objfile, int64_t start_line)
 {
 	uint64_t h = plabel_node_hash(name, objfile, start_line);
 	struct plabel_node *n;
-	size_t i;
+	size_t i, pos = SIZE_MAX;
 
-	if (m->cap) {
-		for (i = h & (m->cap - 1); m->slot[i]; i = (i + 1) & (m->cap - 1))
-			if (plabel_node_is(&r->nodes[m->slot[i] - 1], name,
-					   objfile, start_line))
-				return m->slot[i] - 1;
-	}
-	if ((r->nnodes + 1) * 2 > m->cap && plabel_nodemap_grow(r, m))
-		return SIZE_MAX;
-	if (plabel_report_grow(&r->nodes, &r->capnodes, r->nnodes,
-			       sizeof(*r->nodes)))
+	while ((i = plabel_itab_next(m, h, &pos)) != SIZE_MAX)
+		if (plabel_node_is(&r->nodes[i], name, objfile, start_line))
+			return i;
+	if (plabel_itab_reserve(m, 1) ||
+	    plabel_grow(&r->nodes, &r->capnodes, r->nnodes,
+			sizeof(*r->nodes)))
 		return SIZE_MAX;
 	n = &r->nodes[r->nnodes];
 	memset(n, 0, sizeof(*n));
@@ -425,10 +373,8 @@ static size_t plabel_node_get(struct plabel_report *r,
 		free(n->printable);
 		return SIZE_MAX;
 	}
-	for (i = h & (m->cap - 1); m->slot[i]; i = (i + 1) & (m->cap - 1))
-		;
-	m->slot[i] = ++r->nnodes;
-	return r->nnodes - 1;
+	plabel_itab_put(m, h, r->nnodes);
+	return r->nnodes++;
 }
 
 /* ---- drop_frames (pprof's Profile.Prune) ---- */
@@ -744,32 +690,10 @@ static int plabel_edge_add(struct plabel_report *r, size_t src, size_t dst,
 	uint64_t h = ((uint64_t)src * 0x9e3779b97f4a7c15ull) ^ (dst + 1) *
 		     0xc2b2ae3d27d4eb4full;
 	struct plabel_edge *e;
-	size_t i;
+	size_t i, pos = SIZE_MAX;
 
-	if ((r->nedges + 1) * 2 > r->edge_cap) {
-		size_t ncap = r->edge_cap ? r->edge_cap * 2 : 256, j;
-		size_t *ns = calloc(ncap, sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		for (j = 0; j < r->nedges; j++) {
-			uint64_t eh = ((uint64_t)r->edges[j].src *
-				       0x9e3779b97f4a7c15ull) ^
-				      (r->edges[j].dst + 1) *
-				      0xc2b2ae3d27d4eb4full;
-
-			i = eh & (ncap - 1);
-			while (ns[i])
-				i = (i + 1) & (ncap - 1);
-			ns[i] = j + 1;
-		}
-		free(r->edge_slot);
-		r->edge_slot = ns;
-		r->edge_cap = ncap;
-	}
-	for (i = h & (r->edge_cap - 1); r->edge_slot[i];
-	     i = (i + 1) & (r->edge_cap - 1)) {
-		e = &r->edges[r->edge_slot[i] - 1];
+	while ((i = plabel_itab_next(&r->edge_tab, h, &pos)) != SIZE_MAX) {
+		e = &r->edges[i];
 		if (e->src != src || e->dst != dst)
 			continue;
 		/* once per sample, like pprof's seenEdge */
@@ -781,8 +705,9 @@ static int plabel_edge_add(struct plabel_report *r, size_t src, size_t dst,
 			e->inline_ = false;
 		return 0;
 	}
-	if (plabel_report_grow(&r->edges, &r->capedges, r->nedges,
-			       sizeof(*r->edges)))
+	if (plabel_itab_reserve(&r->edge_tab, 1) ||
+	    plabel_grow(&r->edges, &r->capedges, r->nedges,
+			sizeof(*r->edges)))
 		return -ENOMEM;
 	e = &r->edges[r->nedges];
 	e->src = src;
@@ -790,7 +715,7 @@ static int plabel_edge_add(struct plabel_report *r, size_t src, size_t dst,
 	e->weight = w;
 	e->inline_ = inl;
 	e->seen = r->gen;
-	r->edge_slot[i] = ++r->nedges;
+	plabel_itab_put(&r->edge_tab, h, r->nedges++);
 	return 0;
 }
 
@@ -804,8 +729,7 @@ static int plabel_graph_build(struct plabel_report *r)
 		r->nodes[i].in_inline = r->nodes[i].in_noinline = false;
 	}
 	r->nedges = 0;
-	if (r->edge_slot)
-		memset(r->edge_slot, 0, r->edge_cap * sizeof(*r->edge_slot));
+	plabel_itab_clear(&r->edge_tab);
 
 	for (i = 0; i < r->nsamples; i++) {
 		struct plabel_rsample *s = &r->samples[i];
@@ -927,8 +851,8 @@ static int plabel_note_unit(struct plabel_report *r,
 			return 0;
 		}
 	}
-	if (plabel_report_grow(&r->units, &r->capunits, r->nunits,
-			       sizeof(*r->units)))
+	if (plabel_grow(&r->units, &r->capunits, r->nunits,
+			sizeof(*r->units)))
 		return -ENOMEM;
 	r->units[r->nunits].key = l->key;
 	r->units[r->nunits++].unit = l->unit;
@@ -950,7 +874,7 @@ static int plabel_report_setup(struct plabel_report *r,
 			       const struct plabel_tagfilter *focus,
 			       const struct plabel_tagfilter *ignore)
 {
-	struct plabel_nodemap map = { 0 };
+	struct plabel_itab map = { 0 };
 	size_t i, j, n = plabel_prof_num_samples(r->p);
 	uint64_t *ids;
 	size_t *idx;
@@ -1071,7 +995,7 @@ static int plabel_report_setup(struct plabel_report *r,
 		goto out;
 	ret = 0;
 out:
-	free(map.slot);
+	plabel_itab_free(&map);
 	free(ids);
 	free(idx);
 	return ret;
@@ -1095,7 +1019,7 @@ static void plabel_report_free(struct plabel_report *r)
 	free(r->nodes);
 	free(r->kept);
 	free(r->edges);
-	free(r->edge_slot);
+	plabel_itab_free(&r->edge_tab);
 	free(r->node_seen);
 	free(r->units);
 }
@@ -1374,7 +1298,7 @@ static struct plabel_tagkey *plabel_tagkey_get(struct plabel_tagkey **keys,
 	for (i = 0; i < *n; i++)
 		if (!strcmp((*keys)[i].key, key))
 			return &(*keys)[i];
-	if (plabel_report_grow(keys, cap, *n, sizeof(**keys)))
+	if (plabel_grow(keys, cap, *n, sizeof(**keys)))
 		return NULL;
 	memset(&(*keys)[*n], 0, sizeof(**keys));
 	(*keys)[*n].key = key;
@@ -1392,8 +1316,8 @@ static int plabel_tagkey_add(struct plabel_tagkey *k, const char *val,
 			return 0;
 		}
 	}
-	if (plabel_report_grow(&k->vals, &k->capvals, k->nvals,
-			       sizeof(*k->vals)))
+	if (plabel_grow(&k->vals, &k->capvals, k->nvals,
+			sizeof(*k->vals)))
 		return -ENOMEM;
 	k->vals[k->nvals].name = strdup(val);
 	if (!k->vals[k->nvals].name)

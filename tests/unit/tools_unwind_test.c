@@ -19,6 +19,7 @@
 #include "../../tools/collect.h"
 #include "../../tools/symbolize.h"
 #include "../../tools/unwind.h"
+#include "tools/finish.h"
 #include "tools/unwind_chain.h"
 
 static uint64_t stack_end(void)
@@ -254,7 +255,7 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 	c = plabel_collect_new(syms, flags);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, buf, len));
-	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
 	for (j = 0; j < plabel_prof_num_samples(cpu); j++) {
 		plabel_prof_get_sample(cpu, j, &si);
 		ASSERT_LE(1, si.nlocs);

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Interned call chains (see chain.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+
+/* Chains are packed into large blocks, newest first. */
+struct plabel_cblock {
+	struct plabel_cblock *next;
+	size_t used, size;	/* bytes of data */
+	uint64_t data[];
+};
+
+#define PLABEL_CBLOCK_BYTES	(256U << 10)
+/* Of the first block, touched ahead by plabel_chains_prefault(). */
+#define PLABEL_PREFAULT_CHAINS	(32U << 10)
+
+void plabel_chains_release(struct plabel_chains *cs)
+{
+	free(cs->by_idx);
+	plabel_itab_free(&cs->tab);
+	while (cs->blocks) {
+		struct plabel_cblock *b = cs->blocks;
+
+		cs->blocks = b->next;
+		free(b);
+	}
+	free(cs->joinbuf);
+	memset(cs, 0, sizeof(*cs));
+}
+
+/*
+ * A word at a time: cheap next to the memory it saves. ips is n u64s, as
+ * bytes: a record's chain is hashed where it lies in the read buffer.
+ */
+static uint64_t chain_hash(const void *ips, size_t n, uint32_t nk)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n, ip;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&ip, (const uint8_t *)ips + i * sizeof(ip), sizeof(ip));
+		h = (h ^ ip) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+/* Room for a chain of n addresses. */
+static struct plabel_chain *chain_alloc(struct plabel_chains *cs, size_t n)
+{
+	size_t sz = sizeof(struct plabel_chain) + n * sizeof(uint64_t);
+	struct plabel_cblock *b = cs->blocks;
+	struct plabel_chain *ch;
+
+	if (!b || b->size - b->used < sz) {
+		size_t bsz = sz > PLABEL_CBLOCK_BYTES ? sz :
+			     PLABEL_CBLOCK_BYTES;
+
+		b = malloc(sizeof(*b) + bsz);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->size = bsz;
+		b->next = cs->blocks;
+		cs->blocks = b;
+	}
+	ch = (struct plabel_chain *)((char *)b->data + b->used);
+	b->used += sz;
+	return ch;
+}
+
+int plabel_chain_get(struct plabel_chains *cs, const void *ips, uint32_t nk,
+		     uint32_t nu, uint32_t *idx)
+{
+	size_t n = (size_t)nk + nu, i, pos = SIZE_MAX;
+	uint64_t h = chain_hash(ips, n, nk);
+	struct plabel_chain *ch;
+
+	while ((i = plabel_itab_next(&cs->tab, h, &pos)) != SIZE_MAX) {
+		ch = cs->by_idx[i];
+		if (ch->nk == nk && ch->nu == nu &&
+		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
+			*idx = i;
+			return 0;
+		}
+	}
+	if (cs->n >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&cs->tab, 1) ||
+	    plabel_grow(&cs->by_idx, &cs->cap, cs->n, sizeof(*cs->by_idx)))
+		return -ENOMEM;
+	ch = chain_alloc(cs, n);
+	if (!ch)
+		return -ENOMEM;
+	ch->hash = h;
+	ch->nk = nk;
+	ch->nu = nu;
+	if (n)		/* ips may be NULL then */
+		memcpy(ch->ips, ips, n * sizeof(uint64_t));
+	*idx = cs->n;
+	plabel_itab_put(&cs->tab, h, cs->n);
+	cs->by_idx[cs->n++] = ch;
+	return 0;
+}
+
+int plabel_chain_join(struct plabel_chains *cs, const void *kips, size_t nk,
+		      const uint64_t *user, size_t nu, uint32_t *idx)
+{
+	if (plabel_grow_to(&cs->joinbuf, &cs->joinbuf_cap, nk + nu,
+			   sizeof(*cs->joinbuf)))
+		return -ENOMEM;
+	memcpy(cs->joinbuf, kips, nk * sizeof(*cs->joinbuf));
+	memcpy(cs->joinbuf + nk, user, nu * sizeof(*user));
+	return plabel_chain_get(cs, cs->joinbuf, nk, nu, idx);
+}
+
+int plabel_chains_prefault(struct plabel_chains *cs)
+{
+	if (plabel_grow_to(&cs->by_idx, &cs->cap, 64, sizeof(*cs->by_idx)) ||
+	    plabel_itab_reserve(&cs->tab, 512) || !chain_alloc(cs, 0))
+		return -ENOMEM;
+	cs->blocks->used = 0;	/* it was only for the block */
+	plabel_touch(cs->by_idx, cs->cap * sizeof(*cs->by_idx));
+	plabel_touch(cs->tab.slot, plabel_itab_bytes(&cs->tab));
+	plabel_touch(cs->blocks->data, PLABEL_PREFAULT_CHAINS);
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The profiles plabel makes, one row each: which records build it, the
+ * file `plabel record` writes, its sample value types, its period.
+ * profile.c makes a profile of a kind from its row, collect.c builds one
+ * profile per row from the records of its type, record.c asks the kernel
+ * for every row's records and writes every row's file. Adding a kind:
+ * Documentation/reader.rst.
+ */
+#ifndef PLABEL_TOOLS_KIND_H
+#define PLABEL_TOOLS_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum plabel_prof_kind {
+	PLABEL_PROF_CPU,
+	PLABEL_PROF_THREADCREATE,
+	PLABEL_PROF_NKINDS
+};
+
+#define PLABEL_KIND_MAX_VALUES	4
+
+struct plabel_kind_value {
+	const char *type;
+	const char *unit;
+};
+
+struct plabel_kind {
+	const char *name;
+	const char *file;		/* in record's output directory */
+	uint32_t rec_type;		/* PLABEL_REC_* it is built from */
+	uint32_t record_flag;		/* PLABEL_RECORD_* that asks for it */
+	size_t nvalues;
+	/*
+	 * Sample value types, in the order of the values plabel_prof_sample()
+	 * takes (count, nanos): those past nvalues are dropped.
+	 */
+	struct plabel_kind_value values[PLABEL_KIND_MAX_VALUES];
+	size_t period_value;		/* values[] index of the period type */
+	/* period: the sampling period when set, else 1 per sample */
+	int period_is_sampling;
+	/*
+	 * Default sample type viewers show, or NULL to write none (pprof's
+	 * rule then picks the last value).
+	 */
+	const char *default_type;
+};
+
+extern const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS];
+
+#endif /* PLABEL_TOOLS_KIND_H */

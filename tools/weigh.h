@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Weighing: the CPU time of each thread, as the records carry it, into
+ * the nanoseconds each of its samples stands for.
+ */
+#ifndef PLABEL_TOOLS_WEIGH_H
+#define PLABEL_TOOLS_WEIGH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table.h"
+
+/*
+ * A sample the collector holds, not merged yet. Weighing reads its
+ * thread, time, periods and value, and sets value to its nanoseconds.
+ */
+struct plabel_csample {
+	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
+	uint8_t pending;	/* its snapshot waits in the spool */
+	uint8_t weight;		/* PLABEL_W_*: what value holds */
+	uint32_t pid, tid;
+	uint32_t chain;		/* index into chains */
+	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
+	uint64_t time_ns;
+	uint64_t set_id;
+	uint64_t value;
+};
+
+/*
+ * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
+ * nothing yet (the record has no CPU time: a sampling period), the
+ * thread's CPU time from the record, the tid a THREAD record created, or
+ * (PLABEL_W_DONE) the nanoseconds themselves, 0 for a THREAD record.
+ */
+enum {
+	PLABEL_W_PERIOD,
+	PLABEL_W_CPU,
+	PLABEL_W_CHILD,
+	PLABEL_W_DONE,
+};
+
+struct plabel_thr;
+
+/* The threads' CPU times so far; a zeroed one knows none. */
+struct plabel_weigher {
+	struct plabel_thr *thrs;	/* threads sampled */
+	size_t nthrs, thrs_cap;
+	struct plabel_itab thr_tab;	/* by tid */
+	uint32_t *keys, *tmp;	/* samples to weigh by index, keys_cap each */
+	size_t keys_cap;
+};
+
+void plabel_weigher_release(struct plabel_weigher *w);
+
+/*
+ * Weigh the samples[0..n) stamped before time_ns (UINT64_MAX: all) not
+ * weighed yet: all of them have come (see plabel_collect_settled()),
+ * though not in time order, as each CPU's records come in turn; those
+ * whose weight depends on their thread's previous sample are weighed in
+ * time order. A sample without CPU time stands for its periods of
+ * period_ns. 0 or -ENOMEM.
+ */
+int plabel_weigh(struct plabel_weigher *w, struct plabel_csample *samples,
+		 size_t n, uint64_t period_ns, uint64_t time_ns);
+
+#endif /* PLABEL_TOOLS_WEIGH_H */
