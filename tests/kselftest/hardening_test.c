@@ -155,7 +155,8 @@ static void *hd_race_new(void *p)
 
 	hd_pin(0);
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-	while (!r->stop) {
+	/* enough for KASAN to see the race; not so many frees that RCU lags */
+	while (!r->stop && r->calls < 20000) {
 		uint64_t id = 0;
 
 		if (hd_new(r->fd, "race", "x", &id)) {
