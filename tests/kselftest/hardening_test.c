@@ -748,10 +748,12 @@ TEST(quota_counts_the_namespace_owner)
 	long owner_sets, mapped_sets;
 	pid_t pid;
 	int fd;
-	char c;
+	char c = 0;
 
 	HD_NEED_DEVICE();
 	HD_NEED_ROOT();
+	if (access("/proc/self/ns/user", F_OK))
+		SKIP(return, "no user namespaces in this kernel");
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(done));
@@ -767,8 +769,12 @@ TEST(quota_counts_the_namespace_owner)
 		 */
 		if (chroot("/proc/1/root") || chdir("/"))
 			_exit(79);
-		if (hd_become(HD_UID_C) || unshare(CLONE_NEWUSER))
+		if (hd_become(HD_UID_C))
 			_exit(80);
+		if (unshare(CLONE_NEWUSER)) {
+			c = 'e';
+			_exit(write(ready[1], &c, 1) == 1 ? 0 : 80);
+		}
 		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(81);
 		/* uid 5 inside is HD_SUBUID + 5 outside */
@@ -791,8 +797,8 @@ TEST(quota_counts_the_namespace_owner)
 	}
 	close(ready[1]);
 	close(done[1]);
-	if (read(ready[0], &c, 1) != 1) {
-		TH_LOG("child: exit %d", hd_wait(pid));
+	if (read(ready[0], &c, 1) != 1 || c == 'e') {
+		TH_LOG("child: exit %d, %c", hd_wait(pid), c);
 		ASSERT_TRUE(0);
 	}
 	snprintf(map, sizeof(map), "0 %d 1000", HD_SUBUID);
