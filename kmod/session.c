@@ -515,6 +515,29 @@ out:
 	return wants;
 }
 
+/*
+ * Write the fixed-size record rec (size bytes, a multiple of 8) to this
+ * CPU's ring, *time_ns (inside rec) stamped where it is written: readers
+ * rely on the two being close. Any context but NMI.
+ */
+static void plabel_emit_stamped(struct plabel_session *s, void *rec,
+				u32 size, u64 *time_ns)
+{
+	struct plabel_ring *r;
+	struct plabel_wr w;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	*time_ns = ktime_get_ns();
+	r = &s->cpu[smp_processor_id()]->ring;
+	if (plabel_wr_begin(&w, r, size)) {
+		plabel_wr_put(&w, rec, size);
+		plabel_wr_commit(&w);
+		plabel_session_committed(s, r);
+	}
+	local_irq_restore(flags);
+}
+
 void plabel_session_on_exec(void)
 {
 	struct plabel_rec_exec rec = {
@@ -523,9 +546,6 @@ void plabel_session_on_exec(void)
 		.tid = current->pid,
 	};
 	struct plabel_session *s;
-	struct plabel_ring *r;
-	struct plabel_wr w;
-	unsigned long flags;
 
 	rcu_read_lock();
 	s = rcu_dereference(plabel_active);
@@ -533,16 +553,7 @@ void plabel_session_on_exec(void)
 		goto out;
 	atomic_inc(&s->exec_seq);
 	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
-	local_irq_save(flags);
-	/* stamped where it is written: readers rely on the two being close */
-	rec.time_ns = ktime_get_ns();
-	r = &s->cpu[smp_processor_id()]->ring;
-	if (plabel_wr_begin(&w, r, sizeof(rec))) {
-		plabel_wr_put(&w, &rec, sizeof(rec));
-		plabel_wr_commit(&w);
-		plabel_session_committed(s, r);
-	}
-	local_irq_restore(flags);
+	plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
 out:
 	rcu_read_unlock();
 }
@@ -573,24 +584,13 @@ void plabel_session_on_comm(struct task_struct *task, const char *comm)
 		.tid = task->pid,
 	};
 	struct plabel_session *s;
-	struct plabel_ring *r;
-	struct plabel_wr w;
-	unsigned long flags;
 
 	rcu_read_lock();
 	s = rcu_dereference(plabel_active);
 	if (!s || !plabel_session_wants(s, task->tgid))
 		goto out;
 	strscpy_pad(rec.comm, comm, sizeof(rec.comm));
-	local_irq_save(flags);
-	rec.time_ns = ktime_get_ns();
-	r = &s->cpu[smp_processor_id()]->ring;
-	if (plabel_wr_begin(&w, r, sizeof(rec))) {
-		plabel_wr_put(&w, &rec, sizeof(rec));
-		plabel_wr_commit(&w);
-		plabel_session_committed(s, r);
-	}
-	local_irq_restore(flags);
+	plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
 out:
 	rcu_read_unlock();
 }
