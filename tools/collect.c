@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -24,6 +25,9 @@
 
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	65536
+
+/* Held samples, by block of this many, have their oldest time noted. */
+#define PLABEL_HELD_BLOCK	4096
 
 /* Spool bytes touched ahead (prefault()): some thread creations' worth */
 #define PLABEL_PREFAULT_SPOOL	(64U << 10)
@@ -56,10 +60,23 @@ struct plabel_collect {
 	} *want;
 	size_t nwant, want_cap;
 
-	struct plabel_csample *samples;	/* not merged yet, arrival order */
-	size_t nsamples, samples_cap;
+	/*
+	 * The samples not merged yet, in arrival order: samples[head] to
+	 * samples[nsamples - 1]. The merged ones before head leave their
+	 * pages to the kernel (up to released) until the array is
+	 * compacted. bmin[b] is at most the time of each sample held in
+	 * block b (samples[b * PLABEL_HELD_BLOCK] on), so that merging
+	 * reads only the blocks that can hold settled samples: records
+	 * come nearly in time order, so the settled ones are few blocks at
+	 * the front.
+	 */
+	struct plabel_csample *samples;
+	size_t head, nsamples, samples_cap;
+	size_t released;	/* slots whose whole pages were given back */
+	uint64_t *bmin;
+	size_t nbmin, bmin_cap;
 	uint64_t settled;	/* every record stamped before it is in */
-	size_t fold_at;		/* merge when nsamples reaches it */
+	size_t fold_at;		/* merge when this many are held */
 
 	struct plabel_agg *aggs;
 	size_t naggs, aggs_cap;
@@ -85,6 +102,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_procs_release(&c->procs);
 	free(c->want);
 	free(c->samples);
+	free(c->bmin);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
 	plabel_weigher_release(&c->weigher);
@@ -112,7 +130,7 @@ void plabel_collect_stats(const struct plabel_collect *c,
 {
 	*st = c->st;
 	st->labelsets = plabel_lsets_count(&c->lsets);
-	st->held = c->nsamples;
+	st->held = c->nsamples - c->head;
 	st->merged = c->naggs;
 }
 
@@ -257,6 +275,106 @@ static int note_names(struct plabel_collect *c, struct plabel_proc *p,
 	return 0;
 }
 
+/* ---- the held samples ---- */
+
+/* The first held sample (NULL before any). */
+static struct plabel_csample *held(const struct plabel_collect *c)
+{
+	return c->samples ? c->samples + c->head : NULL;
+}
+
+/* Give the kernel the whole pages of slots [from, to) of sm. */
+static void held_release(struct plabel_csample *sm, size_t from, size_t to)
+{
+	uintptr_t a = (uintptr_t)(sm + from);
+	uintptr_t b = (uintptr_t)(sm + to);
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	a = (a + pg - 1) & ~(pg - 1);
+	b &= ~(pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/*
+ * bmin of the blocks of slots [from, to) anew, from the samples held
+ * there; to is a block's start or the end of the held ones.
+ */
+static void held_note_blocks(struct plabel_collect *c, size_t from,
+			     size_t to)
+{
+	size_t b, i;
+
+	for (b = from / PLABEL_HELD_BLOCK;
+	     b < c->nbmin && b * PLABEL_HELD_BLOCK < to; b++)
+		c->bmin[b] = UINT64_MAX;
+	for (i = from > c->head ? from : c->head; i < to; i++) {
+		b = i / PLABEL_HELD_BLOCK;
+		if (c->samples[i].time_ns < c->bmin[b])
+			c->bmin[b] = c->samples[i].time_ns;
+	}
+}
+
+/*
+ * Room for one more held sample and its block: when the merged slots at
+ * the front are half the array, the held ones are copied to the front of
+ * a new one (block by block, each page of the old one given back once
+ * copied, so that memory does not hold both), else the array grows: its
+ * pages are only touched as samples come. 0 or -ENOMEM.
+ */
+static int held_room(struct plabel_collect *c)
+{
+	size_t n = c->nsamples - c->head, b, i, k;
+	struct plabel_csample *sm;
+
+	if (c->nsamples == c->samples_cap && c->head &&
+	    c->head >= c->samples_cap / 2) {
+		sm = malloc(c->samples_cap * sizeof(*sm));
+		if (!sm)
+			return -ENOMEM;
+		for (i = 0; i < n; i += k) {
+			k = n - i < PLABEL_HELD_BLOCK ? n - i :
+			    PLABEL_HELD_BLOCK;
+			memcpy(sm + i, c->samples + c->head + i,
+			       k * sizeof(*sm));
+			held_release(c->samples, c->head + i,
+				     c->head + i + k);
+		}
+		free(c->samples);
+		c->samples = sm;
+		c->head = 0;
+		c->released = 0;
+		c->nsamples = n;
+		c->nbmin = (n + PLABEL_HELD_BLOCK - 1) / PLABEL_HELD_BLOCK;
+		held_note_blocks(c, 0, n);
+	}
+	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
+			sizeof(*c->samples)))
+		return -ENOMEM;
+	b = c->nsamples / PLABEL_HELD_BLOCK;
+	if (b < c->nbmin)
+		return 0;
+	if (plabel_grow(&c->bmin, &c->bmin_cap, c->nbmin, sizeof(*c->bmin)))
+		return -ENOMEM;
+	c->bmin[c->nbmin++] = UINT64_MAX;
+	return 0;
+}
+
+/*
+ * The end of the held samples that merging reads: every one after it is
+ * stamped at or after c->settled (the blocks after it say so).
+ */
+static size_t held_settled_end(const struct plabel_collect *c)
+{
+	size_t b = c->nbmin, end = c->nsamples;
+
+	while (b > c->head / PLABEL_HELD_BLOCK && c->bmin[b - 1] >= c->settled)
+		end = --b * PLABEL_HELD_BLOCK;
+	if (end > c->nsamples)
+		end = c->nsamples;
+	return end > c->head ? end : c->head;
+}
+
 static int add_sample(struct plabel_collect *c,
 		      const struct plabel_dec_rec *r)
 {
@@ -313,8 +431,7 @@ static int add_sample(struct plabel_collect *c,
 	ret = sample_chain(c, p, r, !defer, &chain);
 	if (ret)
 		return ret;
-	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
-			sizeof(*c->samples)))
+	if (held_room(c))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
 	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
@@ -325,6 +442,8 @@ static int add_sample(struct plabel_collect *c,
 		if (ret)
 			return ret;
 	}
+	if (h->time_ns < c->bmin[c->nsamples / PLABEL_HELD_BLOCK])
+		c->bmin[c->nsamples / PLABEL_HELD_BLOCK] = h->time_ns;
 	s = &c->samples[c->nsamples++];
 	s->type = r->type;
 	s->pending = defer;
@@ -389,7 +508,7 @@ static int unwind_all_pending(struct plabel_collect *c)
 	size_t i;
 	int ret;
 
-	for (i = 0; i < c->nsamples; i++) {
+	for (i = c->head; i < c->nsamples; i++) {
 		if (!c->samples[i].pending)
 			continue;
 		ret = unwind_pending(c, &c->samples[i]);
@@ -478,17 +597,18 @@ static int sample_key(struct plabel_collect *c,
 /*
  * Merge the samples stamped before c->settled, whose generation can no
  * longer change; keep the others (later ones, snapshots still to unwind)
- * in arrival order. A failure leaves the samples not merged yet as they
- * were. 0 or -ENOMEM.
+ * in arrival order. Only the blocks that can hold such samples are read:
+ * those kept there move up to the first block not read. A failure leaves
+ * the samples not merged yet as they were. 0 or -ENOMEM.
  */
 static int fold(struct plabel_collect *c)
 {
+	size_t end = held_settled_end(c), i, k = c->head, head;
 	struct plabel_agg a;
-	size_t i, k = 0;
-	int ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+	int ret = plabel_weigh(&c->weigher, held(c), end - c->head,
 			       c->period_ns, c->settled);
 
-	for (i = 0; i < c->nsamples; i++) {
+	for (i = c->head; i < end; i++) {
 		const struct plabel_csample *s = &c->samples[i];
 
 		if (!ret && !s->pending && s->time_ns < c->settled) {
@@ -504,8 +624,17 @@ static int fold(struct plabel_collect *c)
 		}
 		c->samples[k++] = *s;
 	}
-	c->nsamples = k;
-	c->fold_at = k + PLABEL_FOLD_BATCH;
+	/* the kept ones, k - head of them, end where the others start */
+	head = end - (k - c->head);
+	memmove(c->samples + head, c->samples + c->head,
+		(k - c->head) * sizeof(*c->samples));
+	c->head = head;
+	held_note_blocks(c, head, end);
+	if (head > c->released) {
+		held_release(c->samples, c->released, head);
+		c->released = head;
+	}
+	c->fold_at = c->nsamples - head + PLABEL_FOLD_BATCH;
 	return ret;
 }
 
@@ -513,7 +642,7 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 {
 	if (time_ns > c->settled)
 		c->settled = time_ns;
-	return c->nsamples >= c->fold_at ? fold(c) : 0;
+	return c->nsamples - c->head >= c->fold_at ? fold(c) : 0;
 }
 
 /* Feed one decoded record. 0 or -ENOMEM. */
@@ -654,7 +783,7 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 	for (i = 0; i < c->naggs && !ret; i++)
 		if (c->aggs[i].type == type)
 			ret = plabel_resolver_add(r, &c->aggs[i]);
-	for (i = 0; i < c->nsamples && !ret; i++) {
+	for (i = c->head; i < c->nsamples && !ret; i++) {
 		struct plabel_agg a;
 
 		if (c->samples[i].type == type &&
@@ -678,8 +807,9 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 
 	ret = unwind_all_pending(c);
 	if (!ret)
-		ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
-				   c->period_ns, UINT64_MAX);
+		ret = plabel_weigh(&c->weigher, held(c),
+				   c->nsamples - c->head, c->period_ns,
+				   UINT64_MAX);
 	if (ret)
 		return ret;
 	plabel_lsets_sort(&c->lsets);

@@ -49,6 +49,7 @@ struct plabel_weigher {
 	struct plabel_itab thr_tab;	/* by tid */
 	uint32_t *keys, *tmp;	/* samples to weigh by index, keys_cap each */
 	size_t keys_cap;
+	uint64_t batch;		/* plabel_weigh() calls that ordered keys */
 };
 
 void plabel_weigher_release(struct plabel_weigher *w);
