@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
-# throughput), then bench/vm.sh in a VM (label cost, sampling overhead
-# beside perf, accuracy beside Go, kernel memory) and twice more for the
-# overhead in VMs that count instructions (1 and 2 vCPUs), prints a table and
-# writes build/bench/results.json, copied to bench/results.json.
+# throughput, aggregation on long recordings), then bench/vm.sh in a VM
+# (label cost, sampling overhead beside perf, accuracy beside Go, kernel
+# memory) and twice more for the overhead in VMs that count instructions
+# (1 and 2 vCPUs), prints a table and writes build/bench/results.json,
+# copied to bench/results.json.
 # Figures only: nothing here fails on speed.
 #
 # BENCH_KERNEL (default 6.1), BENCH_REPS (default 3), BENCH_SPIN_MS
