@@ -77,6 +77,14 @@ struct plabel_collect {
 	size_t nbmin, bmin_cap;
 	uint64_t settled;	/* every record stamped before it is in */
 	size_t fold_at;		/* merge when this many are held */
+	/* the (pid, label set) pairs of held samples, named by index */
+	struct plabel_src {
+		uint32_t pid, reserved;
+		uint64_t set_id;
+	} *srcs;
+	size_t nsrcs, srcs_cap;
+	struct plabel_itab src_tab;
+	size_t src_last;	/* 1 + index of the last one looked up, or 0 */
 
 	struct plabel_agg *aggs;
 	size_t naggs, aggs_cap;
@@ -103,6 +111,8 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->want);
 	free(c->samples);
 	free(c->bmin);
+	free(c->srcs);
+	plabel_itab_free(&c->src_tab);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
 	plabel_weigher_release(&c->weigher);
@@ -375,13 +385,45 @@ static size_t held_settled_end(const struct plabel_collect *c)
 	return end > c->head ? end : c->head;
 }
 
+/* The index of the pair (pid, set_id), added if new. 0 or -ENOMEM. */
+static int src_get(struct plabel_collect *c, uint32_t pid, uint64_t set_id,
+		   uint32_t *idx)
+{
+	const struct plabel_src *l = c->src_last ?
+				     &c->srcs[c->src_last - 1] : NULL;
+	uint64_t h;
+	size_t i, pos = SIZE_MAX;
+
+	if (l && l->pid == pid && l->set_id == set_id) {
+		*idx = c->src_last - 1;
+		return 0;
+	}
+	h = plabel_hash2(pid, set_id);
+	while ((i = plabel_itab_next(&c->src_tab, h, &pos)) != SIZE_MAX)
+		if (c->srcs[i].pid == pid && c->srcs[i].set_id == set_id)
+			goto found;
+	if (c->nsrcs >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&c->src_tab, 1) ||
+	    plabel_grow(&c->srcs, &c->srcs_cap, c->nsrcs, sizeof(*c->srcs)))
+		return -ENOMEM;
+	i = c->nsrcs++;
+	c->srcs[i].pid = pid;
+	c->srcs[i].reserved = 0;
+	c->srcs[i].set_id = set_id;
+	plabel_itab_put(&c->src_tab, h, i);
+found:
+	c->src_last = i + 1;
+	*idx = (uint32_t)i;
+	return 0;
+}
+
 static int add_sample(struct plabel_collect *c,
 		      const struct plabel_dec_rec *r)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_csample *s;
 	struct plabel_proc *p;
-	uint32_t gen, chain;
+	uint32_t gen, chain, src;
 	int defer = 0, ret;
 
 	/* as the profile counts them: a late sample for each period */
@@ -431,7 +473,7 @@ static int add_sample(struct plabel_collect *c,
 	ret = sample_chain(c, p, r, !defer, &chain);
 	if (ret)
 		return ret;
-	if (held_room(c))
+	if (src_get(c, h->pid, h->set_id, &src) || held_room(c))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
 	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
@@ -445,15 +487,14 @@ static int add_sample(struct plabel_collect *c,
 	if (h->time_ns < c->bmin[c->nsamples / PLABEL_HELD_BLOCK])
 		c->bmin[c->nsamples / PLABEL_HELD_BLOCK] = h->time_ns;
 	s = &c->samples[c->nsamples++];
-	s->type = r->type;
-	s->pending = defer;
-	s->pid = h->pid;
+	s->flags = (r->type == PLABEL_REC_THREAD ? PLABEL_CS_THREAD : 0) |
+		   (defer ? PLABEL_CS_PENDING : 0);
 	s->tid = h->tid;
 	s->chain = chain;
+	s->src = src;
 	s->time_ns = h->time_ns;
-	s->set_id = h->set_id;
-	s->periods = r->type == PLABEL_REC_SAMPLE ?
-		     PLABEL_SAMPLE_PERIODS(h->flags) : 1;
+	s->periods_m1 = r->type == PLABEL_REC_SAMPLE ?
+			PLABEL_SAMPLE_PERIODS(h->flags) - 1 : 0;
 	if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
@@ -480,11 +521,11 @@ static int unwind_pending(struct plabel_collect *c,
 	struct plabel_proc *p;
 	int nunw, ret;
 
-	s->pending = 0;	/* its spool entry is consumed, come what may */
+	s->flags &= ~PLABEL_CS_PENDING;	/* its spool entry is consumed */
 	ret = plabel_spool_next(&c->spool, &snap);
 	if (ret)
 		return ret;
-	p = plabel_procs_get(&c->procs, s->pid);
+	p = plabel_procs_get(&c->procs, c->srcs[s->src].pid);
 	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
 		return -ENOMEM;
 	if (!c->unwinder)
@@ -509,7 +550,7 @@ static int unwind_all_pending(struct plabel_collect *c)
 	int ret;
 
 	for (i = c->head; i < c->nsamples; i++) {
-		if (!c->samples[i].pending)
+		if (!(c->samples[i].flags & PLABEL_CS_PENDING))
 			continue;
 		ret = unwind_pending(c, &c->samples[i]);
 		if (ret)
@@ -560,6 +601,13 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 	return 0;
 }
 
+/* The record type of held sample s. */
+static uint32_t csample_type(const struct plabel_csample *s)
+{
+	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
+	       PLABEL_REC_SAMPLE;
+}
+
 /*
  * What building takes of sample s, in *a. 0 when s is left out (what
  * skip_pid ran before its exec); -1 when that is not known yet (no exec of
@@ -569,23 +617,24 @@ static int sample_key(struct plabel_collect *c,
 		      const struct plabel_csample *s,
 		      struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_procs_get(&c->procs, s->pid);
+	const struct plabel_src *src = &c->srcs[s->src];
+	struct plabel_proc *p = plabel_procs_get(&c->procs, src->pid);
 	int ret = 1;
 
 	memset(a, 0, sizeof(*a));
 	a->gen = p ? plabel_proc_gen(p, s->time_ns) : 0;
-	if (s->pid && s->pid == c->skip_pid && p && !a->gen) {
+	if (src->pid && src->pid == c->skip_pid && p && !a->gen) {
 		if (p->nexec)
 			return 0;
 		ret = -1;
 	}
-	a->pid = s->pid;
+	a->pid = src->pid;
 	a->tid = c->flags & PLABEL_COLLECT_PID_LABELS ? s->tid : 0;
 	a->chain = s->chain;
-	a->set_id = s->set_id;
-	a->type = s->type;
-	a->count = s->periods;
-	a->nanos = s->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	a->set_id = src->set_id;
+	a->type = csample_type(s);
+	a->count = plabel_csample_periods(s);
+	a->nanos = a->type == PLABEL_REC_SAMPLE ? s->value : 0;
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
 		a->pname = plabel_proc_name_at(p, s->time_ns);
 		a->tname = plabel_names_thread_at(&c->names, s->tid,
@@ -611,7 +660,8 @@ static int fold(struct plabel_collect *c)
 	for (i = c->head; i < end; i++) {
 		const struct plabel_csample *s = &c->samples[i];
 
-		if (!ret && !s->pending && s->time_ns < c->settled) {
+		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
+		    s->time_ns < c->settled) {
 			int kind = sample_key(c, s, &a);
 
 			if (!kind)
@@ -786,7 +836,7 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 	for (i = c->head; i < c->nsamples && !ret; i++) {
 		struct plabel_agg a;
 
-		if (c->samples[i].type == type &&
+		if (csample_type(&c->samples[i]) == type &&
 		    sample_key(c, &c->samples[i], &a))
 			ret = plabel_resolver_add(r, &a);
 	}

@@ -70,7 +70,7 @@ static int weigh_one(struct plabel_weigher *wg, struct plabel_csample *s,
 
 	switch (s->weight) {
 	case PLABEL_W_PERIOD:
-		s->value = period_ns * s->periods;
+		s->value = period_ns * plabel_csample_periods(s);
 		break;
 	case PLABEL_W_CHILD:
 		/* the tid is new: whatever had it before is gone */
@@ -224,7 +224,7 @@ int plabel_weigh(struct plabel_weigher *wg, struct plabel_csample *samples,
 		if (!weigh_due(s, time_ns))
 			continue;
 		if (s->weight == PLABEL_W_PERIOD) {
-			s->value = period_ns * s->periods;
+			s->value = period_ns * plabel_csample_periods(s);
 			s->weight = PLABEL_W_DONE;
 			continue;
 		}

@@ -12,20 +12,30 @@
 #include "table.h"
 
 /*
- * A sample the collector holds, not merged yet. Weighing reads its
- * thread, time, periods and value, and sets value to its nanoseconds.
+ * A sample the collector holds, not merged yet: 32 bytes, as at 10 kHz on
+ * 64 CPUs it holds over a million. Weighing reads its thread, time,
+ * periods and value, and sets value to its nanoseconds.
  */
 struct plabel_csample {
-	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint8_t pending;	/* its snapshot waits in the spool */
-	uint8_t weight;		/* PLABEL_W_*: what value holds */
-	uint32_t pid, tid;
-	uint32_t chain;		/* index into chains */
-	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
 	uint64_t time_ns;
-	uint64_t set_id;
 	uint64_t value;
+	uint32_t tid;
+	uint32_t chain;		/* index into chains */
+	uint32_t src;		/* the collector's index of its pid and set */
+	uint16_t periods_m1;	/* sampling periods it stands for, less one */
+	uint8_t weight;		/* PLABEL_W_*: what value holds */
+	uint8_t flags;		/* PLABEL_CS_* */
 };
+
+_Static_assert(sizeof(struct plabel_csample) == 32, "a held sample grew");
+
+#define PLABEL_CS_THREAD	(1U << 0)	/* a THREAD record, else SAMPLE */
+#define PLABEL_CS_PENDING	(1U << 1)	/* its snapshot waits in the spool */
+
+static inline uint32_t plabel_csample_periods(const struct plabel_csample *s)
+{
+	return (uint32_t)s->periods_m1 + 1;
+}
 
 /*
  * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
