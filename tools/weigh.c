@@ -42,14 +42,23 @@ void plabel_weigher_release(struct plabel_weigher *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Thread tid's entry, added if new. NULL on ENOMEM. */
+/*
+ * Thread tid's entry, added if new. NULL on ENOMEM. A few hundred threads
+ * are looked up once or twice a sample: the recent ones by tid first.
+ */
 static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid)
 {
-	size_t i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
-				   &wg->thrs_cap, sizeof(*wg->thrs), tid,
-				   NULL);
+	uint32_t *r = &wg->recent[tid % PLABEL_THR_CACHE];
+	size_t i;
 
-	return i == SIZE_MAX ? NULL : &wg->thrs[i];
+	if (*r < wg->nthrs && wg->thrs[*r].tid == tid)
+		return &wg->thrs[*r];
+	i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
+			    &wg->thrs_cap, sizeof(*wg->thrs), tid, NULL);
+	if (i == SIZE_MAX)
+		return NULL;
+	*r = (uint32_t)i;
+	return &wg->thrs[i];
 }
 
 /*

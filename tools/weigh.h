@@ -52,6 +52,8 @@ enum {
 
 struct plabel_thr;
 
+#define PLABEL_THR_CACHE	256
+
 /* The threads' CPU times so far; a zeroed one knows none. */
 struct plabel_weigher {
 	struct plabel_thr *thrs;	/* threads sampled */
@@ -60,6 +62,8 @@ struct plabel_weigher {
 	uint32_t *keys, *tmp;	/* samples to weigh by index, keys_cap each */
 	size_t keys_cap;
 	uint64_t batch;		/* plabel_weigh() calls that ordered keys */
+	/* thrs index of a recent thread, by tid % PLABEL_THR_CACHE */
+	uint32_t recent[PLABEL_THR_CACHE];
 };
 
 void plabel_weigher_release(struct plabel_weigher *w);
