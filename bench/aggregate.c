@@ -17,11 +17,11 @@
  * thread it runs in (4 a CPU), runs on one CPU, as a thread runs on one
  * CPU at a time; each CPU's samples take each of its stacks once, then
  * draw them with a skew (a few hot, many cold). Each sample carries its
- * thread's CPU time. The stream is made 256 KiB of whole records at a time and fed
- * to the collector (tools/collect.c, with plabel record's flags), each
- * buffer followed, as in plabel record, by the time before which every
- * record is in: the newest sample's time less MS (default 2000, record's
- * margin).
+ * thread's CPU time. The stream is made 256 KiB of whole records at a
+ * time and fed to the collector (tools/collect.c, with plabel record's
+ * flags), each buffer followed, as in plabel record, by the time before
+ * which every record is in: the newest sample's time less MS (default
+ * 2000, record's margin).
  *
  * Printed for each, as "LABEL.key value" lines (LABEL: 1M, 100M, ...):
  * samples, merged (distinct merged samples) and held (samples not merged
@@ -30,13 +30,16 @@
  * time: decoding, collecting, merging; making the stream is not counted)
  * and ingest_samples_per_cpu_sec; with --finish also finish_cpu_seconds
  * (building both profiles), final_peak_rss_kb and cpu_profile_samples,
- * and with --out the CPU profile written to PREFIX-LABEL.pb.gz. With
- * --map the process's mapping is FILE at a fixed place (0x10000000, 1 MiB
- * from file offset 4096), not this program's text: then two builds of
- * the collector get the same stream, and their profiles can be compared. Then, for the first
- * and last N, rss_ratio (peak RSS, last / first) and, against the goals
- * (RSS within 10 %, ingest at least 13 M samples per CPU-second),
- * rss_goal_met and ingest_vs_goal (the slower run's rate / 13 M).
+ * and with --out the CPU profile written to PREFIX-LABEL.pb.gz. Then, for
+ * the first and last N, rss_ratio (peak RSS, last / first) and, against
+ * the goals (RSS within 10 %, ingest at least 13 M samples per
+ * CPU-second), rss_goal_met and ingest_vs_goal (the slower run's rate /
+ * 13 M).
+ *
+ * With --map the process's mapping is FILE at a fixed place (0x10000000,
+ * 1 MiB from file offset 4096), not this program's text: two builds of
+ * the collector then get the same stream, and their profiles can be
+ * compared byte for byte.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -29,8 +29,9 @@ struct plabel_csample {
 
 _Static_assert(sizeof(struct plabel_csample) == 32, "a held sample grew");
 
-#define PLABEL_CS_THREAD	(1U << 0)	/* a THREAD record, else SAMPLE */
-#define PLABEL_CS_PENDING	(1U << 1)	/* its snapshot waits in the spool */
+/* flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool */
+#define PLABEL_CS_THREAD	(1U << 0)
+#define PLABEL_CS_PENDING	(1U << 1)
 
 static inline uint32_t plabel_csample_periods(const struct plabel_csample *s)
 {
