@@ -2,7 +2,8 @@
 #
 # Benchmarks (included by the top Makefile):
 #   make bench     label cost, sampling overhead beside perf, accuracy beside
-#                  Go's profiler, reader throughput, memory; prints a table
+#                  Go's profiler, reader throughput, the collector's memory
+#                  and ingest on long recordings, memory; prints a table
 #                  and writes bench/results.json (see
 #                  Documentation/performance.rst)
 # Not part of make check: it prints figures, it never fails on speed.
@@ -16,6 +17,7 @@ BENCH_SHARES	:= $(BENCH_DIR)/shares
 BENCH_SHARES_GO	:= $(BENCH_DIR)/shares_go
 BENCH_KMEM	:= $(BENCH_DIR)/kmem
 BENCH_READER	:= $(BENCH_DIR)/reader
+BENCH_AGGREGATE	:= $(BENCH_DIR)/aggregate
 BENCH_KERNEL	?= 6.1
 BENCH_REPS	?= 3
 
@@ -32,15 +34,16 @@ $(BENCH_SHARES_GO): bench/shares_go/main.go
 	cd bench/shares_go && GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \
 		go build -o $(CURDIR)/$@ .
 
-$(BENCH_READER): bench/reader.c $(TOOLS_LIB) $(TOOLS_HDRS)
+$(BENCH_READER) $(BENCH_AGGREGATE): $(BENCH_DIR)/%: bench/%.c $(TOOLS_LIB) $(TOOLS_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -Itools -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
 
 BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_SHARES_GO) \
-		   $(BENCH_KMEM) $(BENCH_READER)
+		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE)
 
 # The C programs build with everything else, so -Werror catches them early.
-ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_KMEM) $(BENCH_READER)
+ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_KMEM) $(BENCH_READER) \
+		   $(BENCH_AGGREGATE)
 
 .PHONY: bench bench-bins
 bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(PLABEL_BIN) $(LIB_SO) kmods

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
-# throughput), then bench/vm.sh in a VM (label cost, sampling overhead
-# beside perf, accuracy beside Go, kernel memory) and twice more for the
-# overhead in VMs that count instructions (1 and 2 vCPUs), prints a table and
-# writes build/bench/results.json, copied to bench/results.json.
+# throughput, aggregation on long recordings), then bench/vm.sh in a VM
+# (label cost, sampling overhead beside perf, accuracy beside Go, kernel
+# memory) and twice more for the overhead in VMs that count instructions
+# (1 and 2 vCPUs), prints a table and writes build/bench/results.json,
+# copied to bench/results.json.
 # Figures only: nothing here fails on speed.
 #
 # BENCH_KERNEL (default 6.1), BENCH_REPS (default 3), BENCH_SPIN_MS
@@ -85,6 +86,21 @@ for run in fp dwarf long long_merged; do
 	awk -v m=$run 'NF == 2 { print "reader." m "." $1, $2 }' \
 		"$O/reader_$run.txt" >>"$R"
 	rm -f "$O/reader_$run/stream.bin"
+done
+
+# --- 4b. aggregation on arrival: memory after 1 M and 100 M samples ---------
+# The same 10000 stacks, fed as plabel record feeds them (2 s margin), each
+# count in a process of its own: at 10 kHz on 64 CPUs (what is held is the
+# last 2 s, 1.28 M samples) and at 99 Hz on 64 CPUs (12700).
+for run in 10khz 99hz; do
+	log "aggregation ($run)"
+	case $run in
+	10khz) args="--hz 10000" ;;
+	99hz) args="--hz 99" ;;
+	esac
+	$B/aggregate --samples 1000000,100000000 $args >"$O/aggregate_$run.txt" 2>&1
+	awk -v m=$run 'NF == 2 { print "aggregate." m "." $1, $2 }' \
+		"$O/aggregate_$run.txt" >>"$R"
 done
 
 # --- 2, 3, 5 and label cost again, in the VM --------------------------------

@@ -102,6 +102,24 @@ END {
 		g("reader.long_merged.held_max"), g("reader.long_merged.merged")
 	printf "   peak RSS merged / held: %s\n\n", r("reader.long_merged.maxrss_kb", "reader.long.maxrss_kb")
 
+	print "4b. aggregation on arrival (host): 10000 stacks, 2 s margin, goals: RSS within 10 %, ingest >= 13 M/CPU-s"
+	print "   rate             samples  held at end  merged  peak RSS KiB  ingest/CPU-s"
+	split("10khz 99hz", rates, " ")
+	split("1M 100M", ns, " ")
+	for (q = 1; q <= 2; q++)
+		for (m = 1; m <= 2; m++)
+			printf "   %-14s %9s %12s %7s %13s %13s\n", \
+				(q == 1 ? "10 kHz x 64" : "99 Hz x 64"), ns[m], \
+				g("aggregate." rates[q] "." ns[m] ".held"), \
+				g("aggregate." rates[q] "." ns[m] ".merged"), \
+				g("aggregate." rates[q] "." ns[m] ".peak_rss_kb"), \
+				g("aggregate." rates[q] "." ns[m] ".ingest_samples_per_cpu_sec")
+	for (q = 1; q <= 2; q++)
+		printf "   %s: peak RSS 100M / 1M %s (goal met: %s), slower ingest / 13 M %s\n", \
+			(q == 1 ? "10 kHz" : "99 Hz"), g("aggregate." rates[q] ".rss_ratio"), \
+			g("aggregate." rates[q] ".rss_goal_met"), g("aggregate." rates[q] ".ingest_vs_goal")
+	print ""
+
 	print "5. memory (VM)"
 	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")
 	printf "   kernel slab bytes per labeled task     %s\n", g("memory.slab_bytes_per_labeled_task")

@@ -34,20 +34,31 @@ void plabel_chains_release(struct plabel_chains *cs)
 }
 
 /*
- * A word at a time: cheap next to the memory it saves. ips is n u64s, as
- * bytes: a record's chain is hashed where it lies in the read buffer.
+ * Two words at a time, in two lanes that do not wait for each other:
+ * cheap next to the memory it saves. ips is n u64s, as bytes: a record's
+ * chain is hashed where it lies in the read buffer.
  */
 static uint64_t chain_hash(const void *ips, size_t n, uint32_t nk)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n, ip;
+	uint64_t a = 0x9e3779b97f4a7c15ULL * (nk + 1) ^ n;
+	uint64_t b = 0x632be59bd9b4e019ULL ^ n, ip, iq;
+	const uint8_t *p = ips;
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		memcpy(&ip, (const uint8_t *)ips + i * sizeof(ip), sizeof(ip));
-		h = (h ^ ip) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 32;
+	for (i = 0; i + 1 < n; i += 2) {
+		memcpy(&ip, p + i * sizeof(ip), sizeof(ip));
+		memcpy(&iq, p + (i + 1) * sizeof(iq), sizeof(iq));
+		a = (a ^ ip) * 0x9e3779b97f4a7c15ULL;
+		b = (b ^ iq) * 0xbf58476d1ce4e5b9ULL;
+		a ^= a >> 32;
+		b ^= b >> 29;
 	}
-	return h;
+	if (i < n) {
+		memcpy(&ip, p + i * sizeof(ip), sizeof(ip));
+		a = (a ^ ip) * 0x9e3779b97f4a7c15ULL;
+		a ^= a >> 32;
+	}
+	return plabel_hash2(a, b);
 }
 
 /* Room for a chain of n addresses. */

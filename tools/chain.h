@@ -10,6 +10,9 @@
 
 #include "table.h"
 
+/* The most frames unwound for a sample, and resolved of a chain. */
+#define PLABEL_MAX_FRAMES	1024
+
 /*
  * A distinct call chain. Millions of samples repeat some thousands of
  * chains, so each is stored once and a sample names it: a sample is then

@@ -9,65 +9,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collect.h"
 #include "chain.h"
 #include "lset.h"
+#include "names.h"
 #include "proc.h"
+#include "resolve.h"
 #include "spool.h"
-#include "weigh.h"
 #include "table.h"
 #include "unwind.h"
-
-#define PLABEL_MAX_FRAMES	1024
-#define PLABEL_KERNEL_START	0xffff800000000000ULL
-
-/*
- * Samples merged once their time is settled (see plabel_collect_settled()):
- * what building needs of a sample is its type, process, thread (only for
- * the pid/tid labels), image generation, chain and label set, and how many
- * there were. A long recording then costs memory per distinct sample, not
- * per sample.
- */
-struct plabel_agg {
-	uint32_t pid, tid;
-	uint32_t chain, gen;
-	uint64_t set_id;
-	uint32_t type;
-	uint32_t pname, tname;	/* process and thread name ids, 0: none */
-	uint32_t reserved;
-	uint64_t count;
-	uint64_t nanos;		/* CPU nanoseconds, SAMPLE only */
-};
+#include "weigh.h"
 
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	65536
 
-/* Spool bytes touched ahead (plabel_collect_prefault): some thread
- * creations' worth */
+/* Held samples, by block of this many, have their oldest time noted. */
+#define PLABEL_HELD_BLOCK	4096
+
+/* Spool bytes touched ahead (prefault()): some thread creations' worth */
 #define PLABEL_PREFAULT_SPOOL	(64U << 10)
 
-
 /*
- * A thread's names (PLABEL_COLLECT_NAME_LABELS): first, what it was called
- * when first seen (from /proc, or its creator's name), then each rename,
- * in arrival order.
+ * The samples merged once their time is settled (see
+ * plabel_collect_settled()) are what resolution takes of them (struct
+ * plabel_agg): a long recording then costs memory per distinct sample,
+ * not per sample.
  */
-struct plabel_tev {
-	uint64_t time_ns;
-	uint32_t name;
-	uint32_t reserved;
-};
-
-struct plabel_tnames {
-	uint32_t tid;		/* first: plabel_itab_u32()'s key */
-	uint32_t first;		/* name id, 0: unknown */
-	uint8_t tried;		/* /proc was read for first */
-	struct plabel_tev *ev;
-	size_t nev, cap;
-};
-
 struct plabel_collect {
 	struct plabel_syms *syms;
 	unsigned int flags;
@@ -90,10 +60,31 @@ struct plabel_collect {
 	} *want;
 	size_t nwant, want_cap;
 
-	struct plabel_csample *samples;	/* not merged yet, arrival order */
-	size_t nsamples, samples_cap;
+	/*
+	 * The samples not merged yet, in arrival order: samples[head] to
+	 * samples[nsamples - 1]. The merged ones before head leave their
+	 * pages to the kernel (up to released) until the array is
+	 * compacted. bmin[b] is at most the time of each sample held in
+	 * block b (samples[b * PLABEL_HELD_BLOCK] on), so that merging
+	 * reads only the blocks that can hold settled samples: records
+	 * come nearly in time order, so the settled ones are few blocks at
+	 * the front.
+	 */
+	struct plabel_csample *samples;
+	size_t head, nsamples, samples_cap;
+	size_t released;	/* slots whose whole pages were given back */
+	uint64_t *bmin;
+	size_t nbmin, bmin_cap;
 	uint64_t settled;	/* every record stamped before it is in */
-	size_t fold_at;		/* merge when nsamples reaches it */
+	size_t fold_at;		/* merge when this many are held */
+	/* the (pid, label set) pairs of held samples, named by index */
+	struct plabel_src {
+		uint32_t pid, reserved;
+		uint64_t set_id;
+	} *srcs;
+	size_t nsrcs, srcs_cap;
+	struct plabel_itab src_tab;
+	size_t src_last;	/* 1 + index of the last one looked up, or 0 */
 
 	struct plabel_agg *aggs;
 	size_t naggs, aggs_cap;
@@ -103,12 +94,7 @@ struct plabel_collect {
 
 	struct plabel_chains chains;
 
-	/* names of processes and threads, id = index + 1 */
-	char **names;
-	size_t nnames, names_cap;
-	struct plabel_tnames *tns;
-	size_t ntns, tns_cap;
-	struct plabel_itab tn_tab;	/* by tid */
+	struct plabel_names names;	/* of processes and threads */
 
 	struct plabel_unwinder *unwinder;
 	struct plabel_spool spool;
@@ -118,25 +104,20 @@ struct plabel_collect {
 
 void plabel_collect_free(struct plabel_collect *c)
 {
-	size_t i;
-
 	if (!c)
 		return;
 	plabel_lsets_release(&c->lsets);
 	plabel_procs_release(&c->procs);
 	free(c->want);
 	free(c->samples);
+	free(c->bmin);
+	free(c->srcs);
+	plabel_itab_free(&c->src_tab);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
 	plabel_weigher_release(&c->weigher);
 	plabel_chains_release(&c->chains);
-	for (i = 0; i < c->nnames; i++)
-		free(c->names[i]);
-	free(c->names);
-	for (i = 0; i < c->ntns; i++)
-		free(c->tns[i].ev);
-	free(c->tns);
-	plabel_itab_free(&c->tn_tab);
+	plabel_names_release(&c->names);
 	plabel_unwinder_free(c->unwinder);
 	plabel_spool_release(&c->spool);
 	free(c->rec);
@@ -159,7 +140,7 @@ void plabel_collect_stats(const struct plabel_collect *c,
 {
 	*st = c->st;
 	st->labelsets = plabel_lsets_count(&c->lsets);
-	st->held = c->nsamples;
+	st->held = c->nsamples - c->head;
 	st->merged = c->naggs;
 }
 
@@ -167,8 +148,8 @@ void plabel_collect_stats(const struct plabel_collect *c,
  * PLABEL_COLLECT_PROC_MAPS: p's mappings at t from /proc, counted in the
  * stats when the process was still there. 0 or -ENOMEM.
  */
-static int collect_read_maps(struct plabel_collect *c, struct plabel_proc *p,
-			     uint64_t t)
+static int read_maps(struct plabel_collect *c, struct plabel_proc *p,
+		     uint64_t t)
 {
 	int ret;
 
@@ -189,7 +170,7 @@ static int collect_read_maps(struct plabel_collect *c, struct plabel_proc *p,
  * it (0.9 ms of a 1.5 s run under instruction counting). They grow as
  * they did. 0 or -ENOMEM.
  */
-static int plabel_collect_prefault(struct plabel_collect *c)
+static int prefault(struct plabel_collect *c)
 {
 	if (plabel_procs_prefault(&c->procs) ||
 	    plabel_grow_to(&c->samples, &c->samples_cap, 64,
@@ -220,7 +201,7 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->period_ns = 10000000;
 	plabel_spool_init(&c->spool);
 	c->fold_at = PLABEL_FOLD_BATCH;
-	if ((flags & PLABEL_COLLECT_PREFAULT) && plabel_collect_prefault(c)) {
+	if ((flags & PLABEL_COLLECT_PREFAULT) && prefault(c)) {
 		plabel_collect_free(c);
 		return NULL;
 	}
@@ -231,9 +212,9 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
  * The chain of sample r of p, stored; in dwarf mode with the snapshot
  * unwound now if unwind is set. 0 or -ENOMEM.
  */
-static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
-			       const struct plabel_dec_rec *r, int unwind,
-			       uint32_t *chain)
+static int sample_chain(struct plabel_collect *c, struct plabel_proc *p,
+			const struct plabel_dec_rec *r, int unwind,
+			uint32_t *chain)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	size_t nk = h->nr_kernel, nu = h->nr_user;
@@ -266,216 +247,183 @@ static int plabel_sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 				 chain);
 }
 
-/* ---- process and thread names ---- */
-
-/*
- * The id of name s (at most len bytes, up to a NUL), added if new; 0 on
- * ENOMEM or an empty name. Few distinct names: a linear search, done once
- * per thread seen or renamed, never per sample.
- */
-static uint32_t plabel_name_id(struct plabel_collect *c, const char *s,
-			       size_t len)
-{
-	size_t i, n = strnlen(s, len);
-	char *d;
-
-	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
-		n--;
-	if (!n)
-		return 0;
-	for (i = 0; i < c->nnames; i++)
-		if (!strncmp(c->names[i], s, n) && !c->names[i][n])
-			return i + 1;
-	if (c->nnames >= UINT32_MAX - 1 ||
-	    plabel_grow(&c->names, &c->names_cap, c->nnames,
-			sizeof(*c->names)))
-		return 0;
-	d = strndup(s, n);
-	if (!d)
-		return 0;
-	c->names[c->nnames++] = d;
-	return c->nnames;
-}
-
-/* First line of a small /proc file into buf; bytes read, 0 on failure. */
-static size_t plabel_read_small(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return strlen(buf);
-}
-
-/*
- * The name of running process pid as exec gives it: the base name of its
- * executable, cut to the kernel's 15 bytes of comm (what EXEC records
- * carry, so a name reads the same however it was learnt); a kernel thread
- * has no executable: its comm.
- */
-static uint32_t plabel_proc_name_now(struct plabel_collect *c, uint32_t pid)
-{
-	char path[64], buf[PATH_MAX];
-	const char *base;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	n = readlink(path, buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
-			buf[n - 10] = '\0';
-		base = strrchr(buf, '/');
-		base = base ? base + 1 : buf;
-		return plabel_name_id(c, base, 15);
-	}
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if (!plabel_read_small(path, buf, sizeof(buf)))
-		return 0;
-	return plabel_name_id(c, buf, 15);
-}
-
-/* Thread tid's names, added if new. NULL on ENOMEM. */
-static struct plabel_tnames *plabel_tn_get(struct plabel_collect *c,
-					   uint32_t tid)
-{
-	size_t i = plabel_itab_u32(&c->tn_tab, &c->tns, &c->ntns,
-				   &c->tns_cap, sizeof(*c->tns), tid, NULL);
-
-	return i == SIZE_MAX ? NULL : &c->tns[i];
-}
-
-static int plabel_tn_rename(struct plabel_collect *c, uint32_t tid,
-			    uint64_t t, const char *comm, size_t len)
-{
-	struct plabel_tnames *tn = plabel_tn_get(c, tid);
-	uint32_t name = plabel_name_id(c, comm, len);
-
-	if (!tn)
-		return -ENOMEM;
-	if (!name)
-		return 0;
-	if (plabel_grow(&tn->ev, &tn->cap, tn->nev, sizeof(*tn->ev)))
-		return -ENOMEM;
-	tn->ev[tn->nev].time_ns = t;
-	tn->ev[tn->nev].reserved = 0;
-	tn->ev[tn->nev++].name = name;
-	tn->tried = 1;
-	return 0;
-}
-
-/* Thread tid's name at time t; 0: not known. */
-static uint32_t plabel_tn_at(struct plabel_collect *c, uint32_t tid,
-			     uint64_t t)
-{
-	struct plabel_tnames *tn = plabel_tn_get(c, tid);
-	uint64_t best_t = 0;
-	uint32_t name;
-	size_t i;
-
-	if (!tn)
-		return 0;
-	name = tn->first;
-	for (i = 0; i < tn->nev; i++)
-		if (tn->ev[i].time_ns <= t && tn->ev[i].time_ns >= best_t) {
-			best_t = tn->ev[i].time_ns;
-			name = tn->ev[i].name;
-		}
-	/* renamed before its first sample was read: the oldest name known */
-	if (!name && tn->nev)
-		name = tn->ev[0].name;
-	return name;
-}
-
-/* Process p's name at time t (after the latest exec before t). */
-static uint32_t plabel_proc_name_at(const struct plabel_proc *p, uint64_t t)
-{
-	uint64_t best_t = 0;
-	uint32_t name = p->name0;
-	size_t i;
-
-	for (i = 0; i < p->nexec; i++)
-		if (p->exec_times[i] <= t && p->exec_times[i] >= best_t) {
-			best_t = p->exec_times[i];
-			name = p->exec_names[i];
-		}
-	return name;
-}
-
 /*
  * Names for a sample's process and thread, read from /proc when first
  * seen; a THREAD record names the new thread (and process) after its
  * creator. 0 or -ENOMEM.
  */
-static int plabel_names_note(struct plabel_collect *c, struct plabel_proc *p,
-			     const struct plabel_dec_rec *r)
+static int note_names(struct plabel_collect *c, struct plabel_proc *p,
+		      const struct plabel_dec_rec *r)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
-	struct plabel_tnames *tn;
-	char path[64], buf[64];
+	struct plabel_proc *cp;
+	uint32_t pname;
+	int ret;
 
 	if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
 		return 0;
 	if (!p->name0_tried && !p->nexec && h->pid != c->skip_pid) {
 		p->name0_tried = 1;
-		p->name0 = plabel_proc_name_now(c, h->pid);
+		p->name0 = plabel_names_proc_now(&c->names, h->pid);
 	}
-	tn = plabel_tn_get(c, h->tid);
-	if (!tn)
+	ret = plabel_names_thread_seen(&c->names, h->pid, h->tid);
+	if (ret || r->type != PLABEL_REC_THREAD || !h->child_tid)
+		return ret;
+	ret = plabel_names_thread_new(&c->names, h->tid, h->time_ns,
+				      h->child_tid);
+	if (ret || !(h->flags & PLABEL_THREAD_PROCESS) || !h->child_pid ||
+	    h->child_pid == h->pid)
+		return ret;
+	pname = plabel_proc_name_at(p, h->time_ns);
+	cp = plabel_procs_get(&c->procs, h->child_pid);
+	if (!cp)
 		return -ENOMEM;
-	if (!tn->tried) {
-		tn->tried = 1;
-		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", h->pid,
-			 h->tid);
-		if (plabel_read_small(path, buf, sizeof(buf)))
-			tn->first = plabel_name_id(c, buf, 15);
-	}
-	if (r->type == PLABEL_REC_THREAD && h->child_tid) {
-		uint32_t tname = plabel_tn_at(c, h->tid, h->time_ns);
-		struct plabel_tnames *ct = plabel_tn_get(c, h->child_tid);
-
-		size_t i, k = 0;
-
-		if (!ct)
-			return -ENOMEM;
-		ct->first = tname;
-		ct->tried = 1;
-		/* a reused tid: the names of the thread it was before go */
-		for (i = 0; i < ct->nev; i++)
-			if (ct->ev[i].time_ns >= h->time_ns)
-				ct->ev[k++] = ct->ev[i];
-		ct->nev = k;
-		if ((h->flags & PLABEL_THREAD_PROCESS) && h->child_pid &&
-		    h->child_pid != h->pid) {
-			uint32_t pname = plabel_proc_name_at(p, h->time_ns);
-			struct plabel_proc *cp;
-
-			cp = plabel_procs_get(&c->procs, h->child_pid);
-			if (!cp)
-				return -ENOMEM;
-			if (!cp->name0_tried) {
-				cp->name0 = pname;
-				cp->name0_tried = 1;
-			}
-		}
+	if (!cp->name0_tried) {
+		cp->name0 = pname;
+		cp->name0_tried = 1;
 	}
 	return 0;
 }
 
-static int plabel_add_sample(struct plabel_collect *c,
-			     const struct plabel_dec_rec *r)
+/* ---- the held samples ---- */
+
+/* The first held sample (NULL before any). */
+static struct plabel_csample *held(const struct plabel_collect *c)
+{
+	return c->samples ? c->samples + c->head : NULL;
+}
+
+/* Give the kernel the whole pages of slots [from, to) of sm. */
+static void held_release(struct plabel_csample *sm, size_t from, size_t to)
+{
+	uintptr_t a = (uintptr_t)(sm + from);
+	uintptr_t b = (uintptr_t)(sm + to);
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	a = (a + pg - 1) & ~(pg - 1);
+	b &= ~(pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/*
+ * bmin of the blocks of slots [from, to) anew, from the samples held
+ * there; to is a block's start or the end of the held ones.
+ */
+static void held_note_blocks(struct plabel_collect *c, size_t from,
+			     size_t to)
+{
+	size_t b, i;
+
+	for (b = from / PLABEL_HELD_BLOCK;
+	     b < c->nbmin && b * PLABEL_HELD_BLOCK < to; b++)
+		c->bmin[b] = UINT64_MAX;
+	for (i = from > c->head ? from : c->head; i < to; i++) {
+		b = i / PLABEL_HELD_BLOCK;
+		if (c->samples[i].time_ns < c->bmin[b])
+			c->bmin[b] = c->samples[i].time_ns;
+	}
+}
+
+/*
+ * Room for one more held sample and its block: when the merged slots at
+ * the front are half the array, the held ones are copied to the front of
+ * a new one (block by block, each page of the old one given back once
+ * copied, so that memory does not hold both), else the array grows: its
+ * pages are only touched as samples come. 0 or -ENOMEM.
+ */
+static int held_room(struct plabel_collect *c)
+{
+	size_t n = c->nsamples - c->head, b, i, k;
+	struct plabel_csample *sm;
+
+	if (c->nsamples == c->samples_cap && c->head &&
+	    c->head >= c->samples_cap / 2) {
+		sm = malloc(c->samples_cap * sizeof(*sm));
+		if (!sm)
+			return -ENOMEM;
+		for (i = 0; i < n; i += k) {
+			k = n - i < PLABEL_HELD_BLOCK ? n - i :
+			    PLABEL_HELD_BLOCK;
+			memcpy(sm + i, c->samples + c->head + i,
+			       k * sizeof(*sm));
+			held_release(c->samples, c->head + i,
+				     c->head + i + k);
+		}
+		free(c->samples);
+		c->samples = sm;
+		c->head = 0;
+		c->released = 0;
+		c->nsamples = n;
+		c->nbmin = (n + PLABEL_HELD_BLOCK - 1) / PLABEL_HELD_BLOCK;
+		held_note_blocks(c, 0, n);
+	}
+	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
+			sizeof(*c->samples)))
+		return -ENOMEM;
+	b = c->nsamples / PLABEL_HELD_BLOCK;
+	if (b < c->nbmin)
+		return 0;
+	if (plabel_grow(&c->bmin, &c->bmin_cap, c->nbmin, sizeof(*c->bmin)))
+		return -ENOMEM;
+	c->bmin[c->nbmin++] = UINT64_MAX;
+	return 0;
+}
+
+/*
+ * The end of the held samples that merging reads: every one after it is
+ * stamped at or after c->settled (the blocks after it say so).
+ */
+static size_t held_settled_end(const struct plabel_collect *c)
+{
+	size_t b = c->nbmin, end = c->nsamples;
+
+	while (b > c->head / PLABEL_HELD_BLOCK && c->bmin[b - 1] >= c->settled)
+		end = --b * PLABEL_HELD_BLOCK;
+	if (end > c->nsamples)
+		end = c->nsamples;
+	return end > c->head ? end : c->head;
+}
+
+/* The index of the pair (pid, set_id), added if new. 0 or -ENOMEM. */
+static int src_get(struct plabel_collect *c, uint32_t pid, uint64_t set_id,
+		   uint32_t *idx)
+{
+	const struct plabel_src *l = c->src_last ?
+				     &c->srcs[c->src_last - 1] : NULL;
+	uint64_t h;
+	size_t i, pos = SIZE_MAX;
+
+	if (l && l->pid == pid && l->set_id == set_id) {
+		*idx = c->src_last - 1;
+		return 0;
+	}
+	h = plabel_hash2(pid, set_id);
+	while ((i = plabel_itab_next(&c->src_tab, h, &pos)) != SIZE_MAX)
+		if (c->srcs[i].pid == pid && c->srcs[i].set_id == set_id)
+			goto found;
+	if (c->nsrcs >= UINT32_MAX - 1 ||
+	    plabel_itab_reserve(&c->src_tab, 1) ||
+	    plabel_grow(&c->srcs, &c->srcs_cap, c->nsrcs, sizeof(*c->srcs)))
+		return -ENOMEM;
+	i = c->nsrcs++;
+	c->srcs[i].pid = pid;
+	c->srcs[i].reserved = 0;
+	c->srcs[i].set_id = set_id;
+	plabel_itab_put(&c->src_tab, h, i);
+found:
+	c->src_last = i + 1;
+	*idx = (uint32_t)i;
+	return 0;
+}
+
+static int add_sample(struct plabel_collect *c,
+		      const struct plabel_dec_rec *r)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_csample *s;
 	struct plabel_proc *p;
-	uint32_t gen, chain;
+	uint32_t gen, chain, src;
 	int defer = 0, ret;
 
 	/* as the profile counts them: a late sample for each period */
@@ -486,7 +434,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 	p = plabel_procs_get(&c->procs, h->pid);
 	if (!p)
 		return -ENOMEM;
-	ret = plabel_names_note(c, p, r);
+	ret = note_names(c, p, r);
 	if (ret)
 		return ret;
 	/* the child may have been added: p moved */
@@ -508,7 +456,7 @@ static int plabel_add_sample(struct plabel_collect *c,
 	if (!p->nview && p->tried_gen != gen + 1 &&
 	    (gen || h->pid != c->skip_pid)) {
 		if (r->u.sample.has_regs && !defer) {
-			if (collect_read_maps(c, p, h->time_ns) ||
+			if (read_maps(c, p, h->time_ns) ||
 			    plabel_proc_view(p, gen))
 				return -ENOMEM;
 		} else {
@@ -522,31 +470,31 @@ static int plabel_add_sample(struct plabel_collect *c,
 			p->tried_gen = gen + 1;
 		}
 	}
-	ret = plabel_sample_chain(c, p, r, !defer, &chain);
+	ret = sample_chain(c, p, r, !defer, &chain);
 	if (ret)
 		return ret;
-	if (plabel_grow(&c->samples, &c->samples_cap, c->nsamples,
-			sizeof(*c->samples)))
+	if (src_get(c, h->pid, h->set_id, &src) || held_room(c))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
 	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
 				      r->u.sample.stack,
 				      r->u.sample.hdr.stack_size)) {
 		defer = 0;
-		ret = plabel_sample_chain(c, p, r, 1, &chain);
+		ret = sample_chain(c, p, r, 1, &chain);
 		if (ret)
 			return ret;
 	}
+	if (h->time_ns < c->bmin[c->nsamples / PLABEL_HELD_BLOCK])
+		c->bmin[c->nsamples / PLABEL_HELD_BLOCK] = h->time_ns;
 	s = &c->samples[c->nsamples++];
-	s->type = r->type;
-	s->pending = defer;
-	s->pid = h->pid;
+	s->flags = (r->type == PLABEL_REC_THREAD ? PLABEL_CS_THREAD : 0) |
+		   (defer ? PLABEL_CS_PENDING : 0);
 	s->tid = h->tid;
 	s->chain = chain;
+	s->src = src;
 	s->time_ns = h->time_ns;
-	s->set_id = h->set_id;
-	s->periods = r->type == PLABEL_REC_SAMPLE ?
-		     PLABEL_SAMPLE_PERIODS(h->flags) : 1;
+	s->periods_m1 = r->type == PLABEL_REC_SAMPLE ?
+			PLABEL_SAMPLE_PERIODS(h->flags) - 1 : 0;
 	if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
@@ -565,19 +513,19 @@ static int plabel_add_sample(struct plabel_collect *c,
  * the mappings of its process at its time (some may have been recorded
  * after it), and give it the unwound chain unless its own is longer.
  */
-static int plabel_unwind_pending(struct plabel_collect *c,
-				 struct plabel_csample *s)
+static int unwind_pending(struct plabel_collect *c,
+			  struct plabel_csample *s)
 {
 	const struct plabel_chain *ch = plabel_chain_at(&c->chains, s->chain);
 	const struct plabel_snapshot *snap;
 	struct plabel_proc *p;
 	int nunw, ret;
 
-	s->pending = 0;	/* its spool entry is consumed, come what may */
+	s->flags &= ~PLABEL_CS_PENDING;	/* its spool entry is consumed */
 	ret = plabel_spool_next(&c->spool, &snap);
 	if (ret)
 		return ret;
-	p = plabel_procs_get(&c->procs, s->pid);
+	p = plabel_procs_get(&c->procs, c->srcs[s->src].pid);
 	if (!p || plabel_proc_view(p, plabel_proc_gen(p, s->time_ns)))
 		return -ENOMEM;
 	if (!c->unwinder)
@@ -596,15 +544,15 @@ static int plabel_unwind_pending(struct plabel_collect *c,
 }
 
 /* Unwind every pending sample, in arrival order: the spool's order. */
-static int plabel_unwind_all_pending(struct plabel_collect *c)
+static int unwind_all_pending(struct plabel_collect *c)
 {
 	size_t i;
 	int ret;
 
-	for (i = 0; i < c->nsamples; i++) {
-		if (!c->samples[i].pending)
+	for (i = c->head; i < c->nsamples; i++) {
+		if (!(c->samples[i].flags & PLABEL_CS_PENDING))
 			continue;
-		ret = plabel_unwind_pending(c, &c->samples[i]);
+		ret = unwind_pending(c, &c->samples[i]);
 		if (ret)
 			return ret;
 	}
@@ -614,7 +562,7 @@ static int plabel_unwind_all_pending(struct plabel_collect *c)
 
 /* ---- merging settled samples ---- */
 
-static uint64_t plabel_agg_hash(const struct plabel_agg *a)
+static uint64_t agg_hash(const struct plabel_agg *a)
 {
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
@@ -624,10 +572,10 @@ static uint64_t plabel_agg_hash(const struct plabel_agg *a)
 }
 
 /* Add count samples like k (its count aside), k->nanos with them. */
-static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
-			  uint64_t count)
+static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
+		   uint64_t count)
 {
-	uint64_t h = plabel_agg_hash(k);
+	uint64_t h = agg_hash(k);
 	struct plabel_agg *a;
 	size_t i, pos = SIZE_MAX;
 
@@ -653,35 +601,44 @@ static int plabel_agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 	return 0;
 }
 
+/* The record type of held sample s. */
+static uint32_t csample_type(const struct plabel_csample *s)
+{
+	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
+	       PLABEL_REC_SAMPLE;
+}
+
 /*
  * What building takes of sample s, in *a. 0 when s is left out (what
  * skip_pid ran before its exec); -1 when that is not known yet (no exec of
  * skip_pid seen), *a then being the sample as it is if none comes.
  */
-static int plabel_sample_key(struct plabel_collect *c,
-			     const struct plabel_csample *s,
-			     struct plabel_agg *a)
+static int sample_key(struct plabel_collect *c,
+		      const struct plabel_csample *s,
+		      struct plabel_agg *a)
 {
-	struct plabel_proc *p = plabel_procs_get(&c->procs, s->pid);
+	const struct plabel_src *src = &c->srcs[s->src];
+	struct plabel_proc *p = plabel_procs_get(&c->procs, src->pid);
 	int ret = 1;
 
 	memset(a, 0, sizeof(*a));
 	a->gen = p ? plabel_proc_gen(p, s->time_ns) : 0;
-	if (s->pid && s->pid == c->skip_pid && p && !a->gen) {
+	if (src->pid && src->pid == c->skip_pid && p && !a->gen) {
 		if (p->nexec)
 			return 0;
 		ret = -1;
 	}
-	a->pid = s->pid;
+	a->pid = src->pid;
 	a->tid = c->flags & PLABEL_COLLECT_PID_LABELS ? s->tid : 0;
 	a->chain = s->chain;
-	a->set_id = s->set_id;
-	a->type = s->type;
-	a->count = s->periods;
-	a->nanos = s->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	a->set_id = src->set_id;
+	a->type = csample_type(s);
+	a->count = plabel_csample_periods(s);
+	a->nanos = a->type == PLABEL_REC_SAMPLE ? s->value : 0;
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
 		a->pname = plabel_proc_name_at(p, s->time_ns);
-		a->tname = plabel_tn_at(c, s->tid, s->time_ns);
+		a->tname = plabel_names_thread_at(&c->names, s->tid,
+						  s->time_ns);
 	}
 	return ret;
 }
@@ -689,34 +646,45 @@ static int plabel_sample_key(struct plabel_collect *c,
 /*
  * Merge the samples stamped before c->settled, whose generation can no
  * longer change; keep the others (later ones, snapshots still to unwind)
- * in arrival order. A failure leaves the samples not merged yet as they
- * were. 0 or -ENOMEM.
+ * in arrival order. Only the blocks that can hold such samples are read:
+ * those kept there move up to the first block not read. A failure leaves
+ * the samples not merged yet as they were. 0 or -ENOMEM.
  */
-static int plabel_fold(struct plabel_collect *c)
+static int fold(struct plabel_collect *c)
 {
+	size_t end = held_settled_end(c), i, k = c->head, head;
 	struct plabel_agg a;
-	size_t i, k = 0;
-	int ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
+	int ret = plabel_weigh(&c->weigher, held(c), end - c->head,
 			       c->period_ns, c->settled);
 
-	for (i = 0; i < c->nsamples; i++) {
+	for (i = c->head; i < end; i++) {
 		const struct plabel_csample *s = &c->samples[i];
 
-		if (!ret && !s->pending && s->time_ns < c->settled) {
-			int kind = plabel_sample_key(c, s, &a);
+		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
+		    s->time_ns < c->settled) {
+			int kind = sample_key(c, s, &a);
 
 			if (!kind)
 				continue;
 			if (kind > 0) {
-				ret = plabel_agg_add(c, &a, 1);
+				ret = agg_add(c, &a, 1);
 				if (!ret)
 					continue;
 			}
 		}
 		c->samples[k++] = *s;
 	}
-	c->nsamples = k;
-	c->fold_at = k + PLABEL_FOLD_BATCH;
+	/* the kept ones, k - head of them, end where the others start */
+	head = end - (k - c->head);
+	memmove(c->samples + head, c->samples + c->head,
+		(k - c->head) * sizeof(*c->samples));
+	c->head = head;
+	held_note_blocks(c, head, end);
+	if (head > c->released) {
+		held_release(c->samples, c->released, head);
+		c->released = head;
+	}
+	c->fold_at = c->nsamples - head + PLABEL_FOLD_BATCH;
 	return ret;
 }
 
@@ -724,15 +692,16 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 {
 	if (time_ns > c->settled)
 		c->settled = time_ns;
-	return c->nsamples >= c->fold_at ? plabel_fold(c) : 0;
+	return c->nsamples - c->head >= c->fold_at ? fold(c) : 0;
 }
 
 /* Feed one decoded record. 0 or -ENOMEM. */
-static int plabel_collect_record(struct plabel_collect *c,
-				 const struct plabel_dec_rec *r)
+static int collect_record(struct plabel_collect *c,
+			  const struct plabel_dec_rec *r)
 {
 	struct plabel_proc *p;
-	size_t cap, i, n;
+	uint32_t name;
+	int ret;
 
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
@@ -745,7 +714,7 @@ static int plabel_collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
-		return plabel_add_sample(c, r);
+		return add_sample(c, r);
 	case PLABEL_REC_LOST:
 		switch (r->u.lost.kind) {
 		case PLABEL_LOST_MAPPINGS:
@@ -776,65 +745,31 @@ static int plabel_collect_record(struct plabel_collect *c,
 		p = plabel_procs_get(&c->procs, r->u.exec.pid);
 		if (!p)
 			return -ENOMEM;
-		cap = p->exec_cap;
-		if (plabel_grow(&p->exec_times, &cap, p->nexec,
-				sizeof(*p->exec_times)))
-			return -ENOMEM;
-		cap = p->exec_cap;
-		if (plabel_grow(&p->exec_names, &cap, p->nexec,
-				sizeof(*p->exec_names)))
-			return -ENOMEM;
-		p->exec_cap = cap;
-		p->exec_names[p->nexec] = plabel_name_id(c, r->u.exec.comm,
-							 sizeof(r->u.exec.comm));
-		p->exec_times[p->nexec++] = r->u.exec.time_ns;
-		if ((c->flags & PLABEL_COLLECT_NAME_LABELS) &&
-		    plabel_tn_rename(c, r->u.exec.tid, r->u.exec.time_ns,
-				     r->u.exec.comm, sizeof(r->u.exec.comm)))
-			return -ENOMEM;
+		name = plabel_names_id(&c->names, r->u.exec.comm,
+				       sizeof(r->u.exec.comm));
+		ret = plabel_proc_exec(c->syms, p, r->u.exec.time_ns, name);
+		if (!ret && (c->flags & PLABEL_COLLECT_NAME_LABELS))
+			ret = plabel_names_thread_rename(
+				&c->names, r->u.exec.tid, r->u.exec.time_ns,
+				r->u.exec.comm, sizeof(r->u.exec.comm));
 		/* merged samples may then sit in the wrong generation */
-		if (r->u.exec.time_ns < c->settled)
+		if (!ret && r->u.exec.time_ns < c->settled)
 			c->st.late++;
-		p->view_ok = 0;	/* generations after it move up */
-		/*
-		 * The kernel's mappings stamped after the exec belong to the
-		 * image it started, also when they came first (from another
-		 * CPU's ring); those from /proc keep the generation they
-		 * were read for. A mapping reported both before and after
-		 * it (the same file at the same place) is one of each image.
-		 */
-		n = p->nmaps;
-		for (i = 0; i < n; i++)
-			if (!p->map_fallback[i])
-				p->map_gen[i] = plabel_proc_gen(p,
-							p->maps[i].time_ns);
-		for (i = 0; i < n; i++) {
-			struct plabel_map m = p->maps[i];
-			uint64_t last = p->map_last[i];
-			int ret;
-
-			if (p->map_fallback[i] ||
-			    plabel_proc_gen(p, last) == p->map_gen[i])
-				continue;
-			ret = plabel_proc_add_map(c->syms, p, m.start, m.end,
-						  m.offset, last, m.path,
-						  strlen(m.path), 0);
-			if (ret)
-				return ret;
-		}
-		return 0;
+		return ret;
 	case PLABEL_REC_COMM:
 		if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
 			return 0;
-		return plabel_tn_rename(c, r->u.comm.tid, r->u.comm.time_ns,
-					r->u.comm.comm, sizeof(r->u.comm.comm));
+		return plabel_names_thread_rename(&c->names, r->u.comm.tid,
+						  r->u.comm.time_ns,
+						  r->u.comm.comm,
+						  sizeof(r->u.comm.comm));
 	default:
 		return 0;	/* unknown types are skipped */
 	}
 }
 
 /* /proc/PID/maps of the processes still without mappings. 0 or -ENOMEM. */
-static int plabel_maps_wanted(struct plabel_collect *c)
+static int maps_wanted(struct plabel_collect *c)
 {
 	int ret = 0;
 	size_t i;
@@ -848,7 +783,7 @@ static int plabel_maps_wanted(struct plabel_collect *c)
 			continue;
 		ret = plabel_proc_view(p, gen);
 		if (!ret && !p->nview)
-			ret = collect_read_maps(c, p, c->want[i].time_ns);
+			ret = read_maps(c, p, c->want[i].time_ns);
 	}
 	c->nwant = 0;
 	return ret;
@@ -862,12 +797,12 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 	plabel_dec_init(&d, buf, len);
 	while ((ret = plabel_dec_next(&d, c->rec)) > 0) {
-		ret = plabel_collect_record(c, c->rec);
+		ret = collect_record(c, c->rec);
 		if (ret)
 			break;
 	}
 	plabel_spool_sync(&c->spool);	/* buf is the caller's */
-	if (plabel_maps_wanted(c) == -ENOMEM)
+	if (maps_wanted(c) == -ENOMEM)
 		ret = -ENOMEM;
 	if (ret == -EBADMSG)
 		c->st.bad++;
@@ -876,428 +811,40 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-struct plabel_build {
-	struct plabel_collect *c;
-	struct plabel_prof *prof;
-	/* (mapping id, or the kernel's, and address) -> location id */
-	struct plabel_pair_map lc;
-	/* (generation << 32 | chain, pid) -> 1 + offset of its entry in res */
-	struct plabel_pair_map rc;
-	/* resolved chains: nlocs, nmids, location ids, user mapping ids */
-	uint64_t *res;
-	size_t nres, res_cap;
-	uint64_t kmap;		/* kernel mapping id */
-	uint64_t *uses;		/* frames per user mapping id */
-	size_t nuses;
-	/* (label set id, process name << 32 | thread name) -> profile set */
-	struct plabel_pair_map ns;
-	/* by label set index: its set in the profile, 0 until it has one */
-	uint32_t *lset_ids;
-	/*
-	 * By process index, then mapping index: its mapping id in the
-	 * profile, 0 until it has one (NULL: none yet for that process).
-	 */
-	uint64_t **map_ids;
-	size_t nmap_ids;
-};
-
-/* Count k frames in user mapping mid, for plabel_main_mapping(). */
-static void plabel_count_use(struct plabel_build *b, uint64_t mid, uint64_t k)
+/* The profile of the samples of type type. 0 or -ENOMEM. */
+static int build_one(struct plabel_collect *c, uint32_t type,
+		     struct plabel_prof *prof)
 {
-	if (mid >= b->nuses) {
-		size_t n = b->nuses ? b->nuses : 16;
-		uint64_t *u;
-
-		while (n <= mid)
-			n *= 2;
-		u = realloc(b->uses, n * sizeof(*u));
-		if (!u)
-			return;	/* only a hint for which file is main */
-		memset(u + b->nuses, 0, (n - b->nuses) * sizeof(*u));
-		b->uses = u;
-		b->nuses = n;
-	}
-	b->uses[mid] += k;
-}
-
-/*
- * The main binary: the user mapping with the most frames that is not a
- * shared library, else the one with the most frames.
- */
-static void plabel_main_mapping(struct plabel_build *b)
-{
-	uint64_t best = 0, best_exe = 0;
-	size_t i, n = plabel_prof_num_mappings(b->prof);
-
-	for (i = 0; i < n; i++) {
-		struct plabel_prof_mapping_info mi;
-		const char *base;
-
-		plabel_prof_get_mapping(b->prof, i, &mi);
-		if (mi.id >= b->nuses || !b->uses[mi.id])
-			continue;
-		if (!best || b->uses[mi.id] > b->uses[best])
-			best = mi.id;
-		base = strrchr(mi.file, '/');
-		base = base ? base + 1 : mi.file;
-		if (strstr(base, ".so") || base[0] == '[')
-			continue;
-		if (!best_exe || b->uses[mi.id] > b->uses[best_exe])
-			best_exe = mi.id;
-	}
-	if (best_exe || best)
-		plabel_prof_set_main_mapping(b->prof, best_exe ? best_exe : best);
-}
-
-static uint64_t plabel_kernel_loc(struct plabel_build *b, uint64_t ip)
-{
-	struct plabel_prof_line line = { 0 };
-	uint64_t *slot;
-
-	if (!b->kmap) {
-		b->kmap = plabel_prof_mapping(b->prof, PLABEL_KERNEL_START,
-					      UINT64_MAX, 0,
-					      "[kernel.kallsyms]", NULL);
-		if (!b->kmap)
-			return 0;
-	}
-	slot = plabel_pair_slot(&b->lc, b->kmap, ip);
-	if (!slot)
-		return 0;
-	if (*slot)
-		return *slot;
-	line.function = plabel_syms_kernel(b->c->syms, ip);
-	*slot = plabel_prof_location(b->prof, b->kmap, ip, &line,
-				     line.function ? 1 : 0);
-	return *slot;
-}
-
-/*
- * The profile's id of mapping view[k] of p. Looked up once per mapping
- * and profile: interning and hashing its path for every frame was the
- * largest cost of building.
- */
-static uint64_t plabel_view_mid(struct plabel_build *b, struct plabel_proc *p,
-				size_t k)
-{
-	size_t pi = plabel_procs_index(&b->c->procs, p);
-	const struct plabel_map *m = &p->view[k];
-	uint64_t *mid;
-
-	if (pi >= b->nmap_ids) {
-		size_t n = b->nmap_ids;
-
-		if (plabel_grow_to(&b->map_ids, &n, b->c->procs.n,
-				   sizeof(*b->map_ids)))
-			return 0;
-		memset(b->map_ids + b->nmap_ids, 0,
-		       (n - b->nmap_ids) * sizeof(*b->map_ids));
-		b->nmap_ids = n;
-	}
-	if (!b->map_ids[pi]) {
-		b->map_ids[pi] = calloc(p->nmaps, sizeof(**b->map_ids));
-		if (!b->map_ids[pi])
-			return 0;
-	}
-	mid = &b->map_ids[pi][p->view_idx[k]];
-	if (!*mid)
-		*mid = plabel_prof_mapping(b->prof, m->start, m->end,
-					   m->offset, m->path, m->elf ?
-					   plabel_elf_build_id(m->elf) : NULL);
-	return *mid;
-}
-
-/*
- * The location of user address ip of p (leaf: not a return address), and
- * in *mid its mapping's id (0: none).
- */
-static uint64_t plabel_user_loc(struct plabel_build *b, struct plabel_proc *p,
-				uint64_t ip, int leaf, uint64_t *mid)
-{
-	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
-	struct plabel_prof_line lines[PLABEL_SYM_MAX_FRAMES];
-	const struct plabel_map *m = plabel_maps_find(p->view, p->nview, ip);
-	uint64_t bias, *slot;
-	int n = 0, i;
-
-	*mid = 0;
-	if (m) {
-		*mid = plabel_view_mid(b, p, m - p->view);
-		if (!*mid)
-			return 0;
-	}
-	slot = plabel_pair_slot(&b->lc, *mid, ip);
-	if (!slot)
-		return 0;
-	if (*slot)
-		return *slot;
-	/* a return address points after the call: look up the call */
-	if (m && m->elf && !plabel_elf_bias(m->elf, m->start, m->offset, &bias)) {
-		uint64_t va = ip - bias - (leaf ? 0 : 1);
-
-		/* stubs have no symbol, or a wrong neighbour's */
-		fr[0].function = plabel_elf_plt(m->elf, va);
-		fr[0].file = NULL;
-		fr[0].line = 0;
-		n = fr[0].function ? 1 :
-		    plabel_elf_symbolize(m->elf, va, fr,
-					 PLABEL_SYM_MAX_FRAMES);
-	}
-	for (i = 0; i < n; i++) {
-		lines[i].function = fr[i].function;
-		lines[i].file = fr[i].file;
-		lines[i].line = fr[i].line;
-	}
-	*slot = plabel_prof_location(b->prof, *mid, ip, lines, n);
-	return *slot;
-}
-
-/*
- * plabel_build_add() for a sample with process or thread names: the label
- * set with "process" and "thread" added (unless the program set those keys
- * itself: its own win), interned once per combination.
- */
-static int plabel_build_add_named(struct plabel_build *b,
-				  const struct plabel_agg *a,
-				  const struct plabel_lset *ls,
-				  const uint64_t *locs, size_t nlocs)
-{
-	struct plabel_collect *c = b->c;
-	int pids = c->flags & PLABEL_COLLECT_PID_LABELS;
-	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 2];
-	uint32_t n = 0, i, set;
-	uint64_t *slot;
-	int ret, hasp = 0, hast = 0;
-
-	slot = plabel_pair_slot(&b->ns, ls ? ls->id : 0,
-				(uint64_t)a->pname << 32 | a->tname);
-	if (!slot)
-		return -ENOMEM;
-	if (!*slot) {
-		for (i = 0; ls && i < ls->count && n < PLABEL_MAX_LABELS; i++) {
-			labels[n++] = ls->labels[i];
-			hasp |= !strcmp(ls->labels[i].key, "process");
-			hast |= !strcmp(ls->labels[i].key, "thread");
-		}
-		if (a->pname && !hasp) {
-			labels[n].key = "process";
-			labels[n++].value = c->names[a->pname - 1];
-		}
-		if (a->tname && !hast) {
-			labels[n].key = "thread";
-			labels[n++].value = c->names[a->tname - 1];
-		}
-		ret = plabel_prof_labelset(b->prof, labels, n, &set);
-		if (ret)
-			return ret;
-		*slot = set;
-	}
-	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
-					   (uint32_t)*slot,
-					   pids ? (int64_t)a->pid : -1,
-					   pids ? (int64_t)a->tid : -1,
-					   (int64_t)a->count,
-					   (int64_t)a->nanos);
-}
-
-/*
- * Add the a->count samples a, at locations locs, to the profile: with
- * their label set, whose labels the profile checks and interns once, not
- * for every sample.
- */
-static int plabel_build_add(struct plabel_build *b,
-			    const struct plabel_agg *a,
-			    const uint64_t *locs, size_t nlocs)
-{
-	struct plabel_collect *c = b->c;
-	int pids = c->flags & PLABEL_COLLECT_PID_LABELS;
-	int64_t pid = pids ? (int64_t)a->pid : -1;
-	int64_t tid = pids ? (int64_t)a->tid : -1;
-	int64_t n = (int64_t)a->count;
-	int64_t nanos = (int64_t)a->nanos;
-	struct plabel_prof_label unres;
-	const struct plabel_lset *ls = NULL;
-	uint32_t *set = NULL;
-	char idbuf[32];
-	int ret;
-
-	if (a->set_id) {
-		ls = plabel_lsets_find(&c->lsets, a->set_id);
-		if (!ls) {
-			/* never drop it silently: name the missing set */
-			snprintf(idbuf, sizeof(idbuf), "%" PRIu64, a->set_id);
-			unres.key = "plabel_unresolved_set";
-			unres.value = idbuf;
-			c->st.unresolved += a->count;
-			return plabel_prof_sample(b->prof, locs, nlocs, &unres,
-						  1, pid, tid, n, nanos);
-		}
-	}
-	if (a->pname || a->tname)
-		return plabel_build_add_named(b, a, ls, locs, nlocs);
-	if (ls) {
-		set = &b->lset_ids[plabel_lsets_index(&c->lsets, ls)];
-		if (!*set) {
-			ret = plabel_prof_labelset(b->prof, ls->labels,
-						   ls->count, set);
-			if (ret)
-				return ret;
-		}
-	}
-	return plabel_prof_sample_labelset(b->prof, locs, nlocs,
-					   set ? *set : 0, pid, tid, n, nanos);
-}
-
-/* Room for n more words in b->res. 0 or -ENOMEM. */
-static int plabel_res_reserve(struct plabel_build *b, size_t n)
-{
-	return plabel_grow_to(&b->res, &b->res_cap, b->nres + n,
-			      sizeof(*b->res));
-}
-
-/*
- * Resolve the chain of a in p's generation a->gen: append to b->res the
- * location ids, then the mapping ids of the user frames that have one,
- * and set *slot to 1 + the entry's offset. What each address resolves to
- * does not depend on the sample, so samples of one chain share this.
- */
-static int plabel_resolve(struct plabel_build *b, struct plabel_proc *p,
-			  const struct plabel_agg *a, uint64_t *slot)
-{
-	const struct plabel_chain *ch = plabel_chain_at(&b->c->chains,
-							 a->chain);
-	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
-	int cpu = a->type == PLABEL_REC_SAMPLE;
-	uint64_t *e, *mids;
-
-	max = n < PLABEL_MAX_FRAMES ? n : PLABEL_MAX_FRAMES;
-	if (plabel_proc_view(p, a->gen) ||
-	    plabel_res_reserve(b, 2 + 2 * max))
-		return -ENOMEM;
-	e = b->res + b->nres;
-	mids = e + 2 + max;	/* moved down behind the locations at the end */
-	for (i = 0; i < n && nlocs < PLABEL_MAX_FRAMES; i++) {
-		uint64_t ip = ch->ips[i], id, mid = 0;
-
-		if (!ip)
-			continue;
-		if (i < ch->nk || ip >= PLABEL_KERNEL_START)
-			id = plabel_kernel_loc(b, ip);
-		else
-			id = plabel_user_loc(b, p, ip, i == 0 ||
-					     (i == ch->nk && cpu && !ch->nk),
-					     &mid);
-		if (!id)
-			return -ENOMEM;
-		e[2 + nlocs++] = id;
-		if (mid)
-			mids[nmids++] = mid;
-	}
-	e[0] = nlocs;
-	e[1] = nmids;
-	memmove(e + 2 + nlocs, mids, nmids * sizeof(*mids));
-	*slot = b->nres + 1;
-	b->nres += 2 + nlocs + nmids;
-	return 0;
-}
-
-static int plabel_build_sample(struct plabel_build *b,
-			       const struct plabel_agg *a)
-{
-	struct plabel_proc *p = plabel_procs_get(&b->c->procs, a->pid);
-	const uint64_t *e;
-	uint64_t *slot;
-	size_t i;
-	int ret;
-
-	if (!p)
-		return -ENOMEM;
-	slot = plabel_pair_slot(&b->rc, (uint64_t)a->gen << 32 | a->chain,
-				a->pid);
-	if (!slot)
-		return -ENOMEM;
-	if (!*slot) {
-		ret = plabel_resolve(b, p, a, slot);
-		if (ret)
-			return ret;
-	}
-	e = b->res + *slot - 1;
-	for (i = 0; i < e[1]; i++)
-		plabel_count_use(b, e[2 + e[0] + i], a->count);
-	return plabel_build_add(b, a, e + 2, e[0]);
-}
-
-/* A profile comment "what: n". 0 or -ENOMEM. */
-static int plabel_count_comment(struct plabel_prof *prof, const char *what,
-				uint64_t n)
-{
-	char comment[96];
-
-	snprintf(comment, sizeof(comment), "%s: %" PRIu64, what, n);
-	return plabel_prof_add_comment(prof, comment) ? -ENOMEM : 0;
-}
-
-static int plabel_build_one(struct plabel_collect *c, uint32_t type,
-			    struct plabel_prof *prof)
-{
-	struct plabel_build b = { .c = c, .prof = prof };
+	const struct plabel_resolve_src src = {
+		.syms = c->syms,
+		.procs = &c->procs,
+		.chains = &c->chains,
+		.lsets = &c->lsets,
+		.names = &c->names,
+		.pid_labels = !!(c->flags & PLABEL_COLLECT_PID_LABELS),
+	};
+	struct plabel_resolver *r = plabel_resolver_new(&src, prof);
 	size_t i;
 	int ret = 0;
 
-	b.lset_ids = calloc(plabel_lsets_count(&c->lsets) + 1,
-			    sizeof(*b.lset_ids));
-	if (!b.lset_ids)
+	if (!r)
 		return -ENOMEM;
 	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
 		if (c->aggs[i].type == type)
-			ret = plabel_build_sample(&b, &c->aggs[i]);
-	for (i = 0; i < c->nsamples && !ret; i++) {
+			ret = plabel_resolver_add(r, &c->aggs[i]);
+	for (i = c->head; i < c->nsamples && !ret; i++) {
 		struct plabel_agg a;
 
-		if (c->samples[i].type == type &&
-		    plabel_sample_key(c, &c->samples[i], &a))
-			ret = plabel_build_sample(&b, &a);
+		if (csample_type(&c->samples[i]) == type &&
+		    sample_key(c, &c->samples[i], &a))
+			ret = plabel_resolver_add(r, &a);
 	}
-	plabel_pair_map_free(&b.lc);
-	plabel_pair_map_free(&b.rc);
-	plabel_pair_map_free(&b.ns);
-	free(b.lset_ids);
-	for (i = 0; i < b.nmap_ids; i++)
-		free(b.map_ids[i]);
-	free(b.map_ids);
-	free(b.res);
 	if (!ret)
-		plabel_main_mapping(&b);
-	free(b.uses);
-	if (ret)
-		return ret;
-	ret = plabel_count_comment(prof, "lost records", c->st.lost);
-	if (!ret && c->st.lost_periods)
-		ret = plabel_count_comment(prof,
-					   "sampling periods of the lost samples",
-					   c->st.lost_periods);
-	if (!ret && c->st.lost_maps)
-		ret = plabel_count_comment(prof,
-					   "executable mappings the kernel did not report",
-					   c->st.lost_maps);
-	if (!ret && c->st.lost_procs)
-		ret = plabel_count_comment(prof,
-					   "processes the kernel could not follow",
-					   c->st.lost_procs);
-	if (!ret && c->st.unresolved)
-		ret = plabel_count_comment(prof,
-					   "samples with an unresolved label set",
-					   c->st.unresolved);
-	if (!ret && c->st.late)
-		ret = plabel_count_comment(prof,
-					   "exec records after their time was settled",
-					   c->st.late);
-	if (!ret && c->st.proc_maps)
-		ret = plabel_count_comment(prof,
-					   "process images mapped from /proc, not the kernel's records",
-					   c->st.proc_maps);
-	return ret;
+		plabel_resolver_set_main(r);
+	c->st.unresolved += plabel_resolver_unresolved(r);
+	plabel_resolver_free(r);
+	return ret ? ret : plabel_resolve_comments(prof, &c->st);
 }
 
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
@@ -1308,10 +855,11 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	size_t k;
 	int ret;
 
-	ret = plabel_unwind_all_pending(c);
+	ret = unwind_all_pending(c);
 	if (!ret)
-		ret = plabel_weigh(&c->weigher, c->samples, c->nsamples,
-				   c->period_ns, UINT64_MAX);
+		ret = plabel_weigh(&c->weigher, held(c),
+				   c->nsamples - c->head, c->period_ns,
+				   UINT64_MAX);
 	if (ret)
 		return ret;
 	plabel_lsets_sort(&c->lsets);
@@ -1324,7 +872,7 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			goto err_free;
 		}
 		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
-		ret = plabel_build_one(c, plabel_kinds[k].rec_type, built[k]);
+		ret = build_one(c, plabel_kinds[k].rec_type, built[k]);
 		if (ret)
 			goto err_free;
 	}

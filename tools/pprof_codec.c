@@ -440,7 +440,7 @@ static int pb_convert(struct plabel_prof *p, struct pb_reader *d)
 	if (!d->str)
 		return pb_fail(err, -ENOMEM, "out of memory");
 	for (i = 0; i < pb->n_string_table; i++) {
-		d->str[i] = plabel_intern_esc(p, pb->string_table[i],
+		d->str[i] = plabel_prof_str_esc(p, pb->string_table[i],
 					     false);
 		if (!d->str[i])
 			return pb_fail(err, -ENOMEM, "out of memory");

@@ -180,6 +180,63 @@ int plabel_proc_view(struct plabel_proc *p, uint32_t gen)
 	return 0;
 }
 
+int plabel_proc_exec(struct plabel_syms *syms, struct plabel_proc *p,
+		     uint64_t t, uint32_t name)
+{
+	size_t cap = p->exec_cap, i, n;
+
+	if (plabel_grow(&p->exec_times, &cap, p->nexec,
+			sizeof(*p->exec_times)))
+		return -ENOMEM;
+	cap = p->exec_cap;
+	if (plabel_grow(&p->exec_names, &cap, p->nexec,
+			sizeof(*p->exec_names)))
+		return -ENOMEM;
+	p->exec_cap = cap;
+	p->exec_names[p->nexec] = name;
+	p->exec_times[p->nexec++] = t;
+	p->view_ok = 0;	/* generations after it move up */
+	/*
+	 * The kernel's mappings stamped after the exec belong to the image
+	 * it started, also when they came first (from another CPU's ring);
+	 * those from /proc keep the generation they were read for. A
+	 * mapping reported both before and after it (the same file at the
+	 * same place) is one of each image.
+	 */
+	n = p->nmaps;
+	for (i = 0; i < n; i++)
+		if (!p->map_fallback[i])
+			p->map_gen[i] = plabel_proc_gen(p, p->maps[i].time_ns);
+	for (i = 0; i < n; i++) {
+		struct plabel_map m = p->maps[i];
+		uint64_t last = p->map_last[i];
+		int ret;
+
+		if (p->map_fallback[i] ||
+		    plabel_proc_gen(p, last) == p->map_gen[i])
+			continue;
+		ret = plabel_proc_add_map(syms, p, m.start, m.end, m.offset,
+					  last, m.path, strlen(m.path), 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+uint32_t plabel_proc_name_at(const struct plabel_proc *p, uint64_t t)
+{
+	uint64_t best_t = 0;
+	uint32_t name = p->name0;
+	size_t i;
+
+	for (i = 0; i < p->nexec; i++)
+		if (p->exec_times[i] <= t && p->exec_times[i] >= best_t) {
+			best_t = p->exec_times[i];
+			name = p->exec_names[i];
+		}
+	return name;
+}
+
 struct plabel_proc *plabel_procs_get(struct plabel_procs *ps, uint32_t pid)
 {
 	size_t i;

@@ -85,5 +85,14 @@ int plabel_proc_read_maps(struct plabel_syms *syms, struct plabel_proc *p,
  * 0 or -ENOMEM.
  */
 int plabel_proc_view(struct plabel_proc *p, uint32_t gen);
+/*
+ * p exec'd at time t, taking the name name (a name id, 0: none): a new
+ * generation, and the kernel's mappings stamped after t move to it. 0 or
+ * -ENOMEM.
+ */
+int plabel_proc_exec(struct plabel_syms *syms, struct plabel_proc *p,
+		     uint64_t t, uint32_t name);
+/* The id of p's name at time t (after the latest exec before t); 0: none. */
+uint32_t plabel_proc_name_at(const struct plabel_proc *p, uint64_t t);
 
 #endif /* PLABEL_TOOLS_PROC_H */

@@ -19,7 +19,7 @@
 
 /* ---- hashing ---- */
 
-static uint64_t plabel_hash_bytes(uint64_t h, const void *p, size_t n)
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *c = p;
 	size_t i;
@@ -35,7 +35,7 @@ static uint64_t plabel_hash_bytes(uint64_t h, const void *p, size_t n)
  * A word at a time: a sample's key is some 20 words, hashed for every
  * sample, where FNV's byte loop was eight dependent multiplies per word.
  */
-static uint64_t plabel_hash_u64(uint64_t h, uint64_t v)
+static uint64_t hash_u64(uint64_t h, uint64_t v)
 {
 	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 32);
@@ -46,10 +46,10 @@ static uint64_t plabel_hash_u64(uint64_t h, uint64_t v)
 /* ---- the profile ---- */
 
 /* Interned copy of s[0..len); NULL on ENOMEM. */
-static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
-				   size_t len)
+static const char *str_get_n(struct plabel_prof *p, const char *s,
+			     size_t len)
 {
-	uint64_t hash = plabel_hash_bytes(PLABEL_HASH_INIT, s, len);
+	uint64_t hash = hash_bytes(PLABEL_HASH_INIT, s, len);
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pstr *ps;
 
@@ -71,12 +71,12 @@ static const char *plabel_intern_n(struct plabel_prof *p, const char *s,
 	return ps->s;
 }
 
-static const char *plabel_intern(struct plabel_prof *p, const char *s)
+static const char *str_get(struct plabel_prof *p, const char *s)
 {
-	return plabel_intern_n(p, s ? s : "", s ? strlen(s) : 0);
+	return str_get_n(p, s ? s : "", s ? strlen(s) : 0);
 }
 
-static bool plabel_is_ctl(unsigned char c)
+static bool is_ctl(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;
 }
@@ -92,7 +92,7 @@ size_t plabel_prof_escape(char *out, size_t cap, const char *s)
 		size_t n = 1, k;
 
 		e[0] = c;
-		if (plabel_is_ctl(c)) {
+		if (is_ctl(c)) {
 			e[0] = '\\';
 			e[1] = 'x';
 			e[2] = hex[c >> 4];
@@ -120,8 +120,8 @@ size_t plabel_prof_escape(char *out, size_t cap, const char *s)
  * otherwise only strings with a control byte are escaped (the reader, for
  * files written elsewhere: plabel's own are left as they are).
  */
-const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
-			      bool always)
+const char *plabel_prof_str_esc(struct plabel_prof *p, const char *s,
+				bool always)
 {
 	const char *c;
 	bool need = false;
@@ -130,17 +130,17 @@ const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
 	char *e;
 
 	if (!s)
-		return plabel_intern(p, s);
+		return str_get(p, s);
 	for (c = s; *c && !need; c++)
-		need = plabel_is_ctl(*c) || (always && *c == '\\');
+		need = is_ctl(*c) || (always && *c == '\\');
 	if (!need)
-		return plabel_intern(p, s);
+		return str_get(p, s);
 	len = plabel_prof_escape(NULL, 0, s);
 	e = malloc(len + 1);
 	if (!e)
 		return NULL;
 	plabel_prof_escape(e, len + 1, s);
-	ret = plabel_intern_n(p, e, len);
+	ret = str_get_n(p, e, len);
 	free(e);
 	return ret;
 }
@@ -152,7 +152,7 @@ struct plabel_prof *plabel_prof_alloc(void)
 	if (!p)
 		return NULL;
 	/* string_table[0] is always "" */
-	if (!plabel_intern(p, "")) {
+	if (!str_get(p, "")) {
 		free(p);
 		return NULL;
 	}
@@ -179,15 +179,15 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 	if (!p->stypes)
 		goto err_free;
 	for (i = 0; i < k->nvalues; i++) {
-		p->stypes[i].type = plabel_intern(p, k->values[i].type);
-		p->stypes[i].unit = plabel_intern(p, k->values[i].unit);
+		p->stypes[i].type = str_get(p, k->values[i].type);
+		p->stypes[i].unit = str_get(p, k->values[i].unit);
 		if (!p->stypes[i].type || !p->stypes[i].unit)
 			goto err_free;
 	}
 	p->ptype = p->stypes[k->period_value];
 	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
 	if (k->default_type) {
-		p->default_type = plabel_intern(p, k->default_type);
+		p->default_type = str_get(p, k->default_type);
 		if (!p->default_type)
 			goto err_free;
 	}
@@ -272,7 +272,7 @@ int plabel_prof_add_comment(struct plabel_prof *p, const char *comment)
 
 	if (!comment)
 		return -EINVAL;
-	s = plabel_intern(p, comment);
+	s = str_get(p, comment);
 	if (!s)
 		return -ENOMEM;
 	return plabel_add_comment_str(p, s);
@@ -281,7 +281,7 @@ int plabel_prof_add_comment(struct plabel_prof *p, const char *comment)
 int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
 				const char *keep)
 {
-	const char *d = plabel_intern(p, drop), *k = plabel_intern(p, keep);
+	const char *d = str_get(p, drop), *k = str_get(p, keep);
 
 	if (!d || !k)
 		return -ENOMEM;
@@ -294,7 +294,7 @@ int plabel_prof_set_drop_frames(struct plabel_prof *p, const char *drop,
 
 uint64_t plabel_id_hash(uint64_t id)
 {
-	return plabel_hash_u64(PLABEL_HASH_INIT, id);
+	return hash_u64(PLABEL_HASH_INIT, id);
 }
 
 size_t plabel_find_map(const struct plabel_prof *p, uint64_t id)
@@ -332,15 +332,15 @@ size_t plabel_find_loc(const struct plabel_prof *p, uint64_t id)
 
 /* ---- builder ---- */
 
-static uint64_t plabel_map_hash(const struct plabel_pmap *m)
+static uint64_t map_hash(const struct plabel_pmap *m)
 {
 	uint64_t h = PLABEL_HASH_INIT;
 
-	h = plabel_hash_u64(h, m->start);
-	h = plabel_hash_u64(h, m->limit);
-	h = plabel_hash_u64(h, m->offset);
-	h = plabel_hash_u64(h, (uintptr_t)m->file);
-	return plabel_hash_u64(h, (uintptr_t)m->build_id);
+	h = hash_u64(h, m->start);
+	h = hash_u64(h, m->limit);
+	h = hash_u64(h, m->offset);
+	h = hash_u64(h, (uintptr_t)m->file);
+	return hash_u64(h, (uintptr_t)m->build_id);
 }
 
 /* Append a mapping (id already set); returns its index or SIZE_MAX. */
@@ -355,7 +355,7 @@ size_t plabel_add_map(struct plabel_prof *p, const struct plabel_pmap *m,
 		return SIZE_MAX;
 	plabel_itab_put(&p->map_id_h, plabel_id_hash(m->id), i);
 	if (keyed)
-		plabel_itab_put(&p->map_key_h, plabel_map_hash(m), i);
+		plabel_itab_put(&p->map_key_h, map_hash(m), i);
 	p->maps[p->nmaps++] = *m;
 	return i;
 }
@@ -372,11 +372,11 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 
 	if (!p->built)
 		return 0;
-	m.file = plabel_intern_esc(p, file, true);
-	m.build_id = plabel_intern(p, build_id);
+	m.file = plabel_prof_str_esc(p, file, true);
+	m.build_id = str_get(p, build_id);
 	if (!m.file || !m.build_id)
 		return 0;
-	h = plabel_map_hash(&m);
+	h = map_hash(&m);
 	while ((i = plabel_itab_next(&p->map_key_h, h, &pos)) != SIZE_MAX) {
 		const struct plabel_pmap *o = &p->maps[i];
 
@@ -398,18 +398,18 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 	return m.id;
 }
 
-static uint64_t plabel_func_hash(const char *name, const char *file)
+static uint64_t func_hash(const char *name, const char *file)
 {
-	uint64_t h = plabel_hash_u64(PLABEL_HASH_INIT, (uintptr_t)name);
+	uint64_t h = hash_u64(PLABEL_HASH_INIT, (uintptr_t)name);
 
-	return plabel_hash_u64(h, (uintptr_t)file);
+	return hash_u64(h, (uintptr_t)file);
 }
 
 /* Index of the function (name, file), added if new; SIZE_MAX on ENOMEM. */
-static size_t plabel_func_get(struct plabel_prof *p, const char *name,
-			      const char *file)
+static size_t func_get(struct plabel_prof *p, const char *name,
+		       const char *file)
 {
-	uint64_t h = plabel_func_hash(name, file);
+	uint64_t h = func_hash(name, file);
 	size_t pos = SIZE_MAX, i;
 	struct plabel_pfunc *f;
 
@@ -434,10 +434,10 @@ static size_t plabel_func_get(struct plabel_prof *p, const char *name,
 	return i;
 }
 
-static uint64_t plabel_loc_hash(uint64_t mapping_id, uint64_t address)
+static uint64_t loc_hash(uint64_t mapping_id, uint64_t address)
 {
-	return plabel_hash_u64(plabel_hash_u64(PLABEL_HASH_INIT, mapping_id),
-			       address);
+	return hash_u64(hash_u64(PLABEL_HASH_INIT, mapping_id),
+			address);
 }
 
 uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
@@ -445,7 +445,7 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 			      const struct plabel_prof_line *lines,
 			      size_t nlines)
 {
-	uint64_t h = plabel_loc_hash(mapping_id, address);
+	uint64_t h = loc_hash(mapping_id, address);
 	struct plabel_ploc l = { .mapping_id = mapping_id, .address = address };
 	struct plabel_pmap *m = NULL;
 	size_t pos = SIZE_MAX, i;
@@ -471,14 +471,14 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 			goto err_free;
 	}
 	for (i = 0; i < nlines; i++) {
-		const char *name = plabel_intern_esc(p, lines[i].function,
-						     true);
-		const char *file = plabel_intern_esc(p, lines[i].file,
-						     true);
+		const char *name = plabel_prof_str_esc(p, lines[i].function,
+						       true);
+		const char *file = plabel_prof_str_esc(p, lines[i].file,
+						       true);
 
 		if (!name || !file)
 			goto err_free;
-		l.func_idx[i] = plabel_func_get(p, name, file);
+		l.func_idx[i] = func_get(p, name, file);
 		if (l.func_idx[i] == SIZE_MAX)
 			goto err_free;
 		l.lines[i].function = name;
@@ -509,7 +509,7 @@ err_free:
 	return 0;
 }
 
-static int plabel_label_cmp(const void *a, const void *b)
+static int label_cmp(const void *a, const void *b)
 {
 	const struct plabel_prof_label *x = a, *y = b;
 
@@ -530,30 +530,30 @@ struct plabel_skey {
 	size_t nnum;
 };
 
-static uint64_t plabel_sample_hash(const struct plabel_skey *k)
+static uint64_t sample_hash(const struct plabel_skey *k)
 {
 	uint64_t h = PLABEL_HASH_INIT;
 	size_t i;
 
-	h = plabel_hash_u64(h, k->nlocs);
+	h = hash_u64(h, k->nlocs);
 	for (i = 0; i < k->nlocs; i++)
-		h = plabel_hash_u64(h, k->locs[i]);
-	h = plabel_hash_u64(h, k->nlabels);
+		h = hash_u64(h, k->locs[i]);
+	h = hash_u64(h, k->nlabels);
 	for (i = 0; i < k->nlabels; i++) {
-		h = plabel_hash_u64(h, (uintptr_t)k->labels[i].key);
-		h = plabel_hash_u64(h, (uintptr_t)k->labels[i].value);
+		h = hash_u64(h, (uintptr_t)k->labels[i].key);
+		h = hash_u64(h, (uintptr_t)k->labels[i].value);
 	}
-	h = plabel_hash_u64(h, k->nnum);
+	h = hash_u64(h, k->nnum);
 	for (i = 0; i < k->nnum; i++) {
-		h = plabel_hash_u64(h, (uintptr_t)k->num[i].key);
-		h = plabel_hash_u64(h, (uint64_t)k->num[i].num);
-		h = plabel_hash_u64(h, (uintptr_t)k->num[i].unit);
+		h = hash_u64(h, (uintptr_t)k->num[i].key);
+		h = hash_u64(h, (uint64_t)k->num[i].num);
+		h = hash_u64(h, (uintptr_t)k->num[i].unit);
 	}
 	return h;
 }
 
-static bool plabel_sample_eq(const struct plabel_psample *a,
-			     const struct plabel_skey *b)
+static bool sample_eq(const struct plabel_psample *a,
+		      const struct plabel_skey *b)
 {
 	size_t i;
 
@@ -574,7 +574,7 @@ static bool plabel_sample_eq(const struct plabel_psample *a,
 	return true;
 }
 
-static void plabel_sample_release(struct plabel_psample *s)
+static void sample_release(struct plabel_psample *s)
 {
 	free(s->locs);
 	free(s->values);
@@ -583,8 +583,8 @@ static void plabel_sample_release(struct plabel_psample *s)
 }
 
 /* Every id names a location; on a built profile they are 1..nlocs. */
-static bool plabel_locs_valid(const struct plabel_prof *p,
-			      const uint64_t *loc_ids, size_t nlocs)
+static bool locs_valid(const struct plabel_prof *p,
+		       const uint64_t *loc_ids, size_t nlocs)
 {
 	size_t i;
 
@@ -599,9 +599,9 @@ static bool plabel_locs_valid(const struct plabel_prof *p,
  * order strings first appear in), then sort them by key. -EINVAL for a
  * NULL key or value or a repeated key.
  */
-static int plabel_labels_intern(struct plabel_prof *p,
-				const struct plabel_prof_label *labels,
-				size_t n, struct plabel_prof_label *out)
+static int labels_get(struct plabel_prof *p,
+		      const struct plabel_prof_label *labels,
+		      size_t n, struct plabel_prof_label *out)
 {
 	size_t i;
 
@@ -609,12 +609,12 @@ static int plabel_labels_intern(struct plabel_prof *p,
 		if (!labels[i].key || !labels[i].value)
 			return -EINVAL;
 	for (i = 0; i < n; i++) {
-		out[i].key = plabel_intern_esc(p, labels[i].key, true);
-		out[i].value = plabel_intern_esc(p, labels[i].value, true);
+		out[i].key = plabel_prof_str_esc(p, labels[i].key, true);
+		out[i].value = plabel_prof_str_esc(p, labels[i].value, true);
 		if (!out[i].key || !out[i].value)
 			return -ENOMEM;
 	}
-	qsort(out, n, sizeof(*out), plabel_label_cmp);
+	qsort(out, n, sizeof(*out), label_cmp);
 	for (i = 1; i < n; i++)
 		if (out[i].key == out[i - 1].key)
 			return -EINVAL;
@@ -622,12 +622,12 @@ static int plabel_labels_intern(struct plabel_prof *p,
 }
 
 /* "pid" or "tid" as a numeric label, the key interned on first use. */
-static int plabel_num_label(struct plabel_prof *p, const char **key,
-			    const char *name, int64_t num,
-			    struct plabel_prof_numlabel *out)
+static int num_label(struct plabel_prof *p, const char **key,
+		     const char *name, int64_t num,
+		     struct plabel_prof_numlabel *out)
 {
 	if (!*key)
-		*key = plabel_intern(p, name);
+		*key = str_get(p, name);
 	if (!*key)
 		return -ENOMEM;
 	out->key = *key;
@@ -637,9 +637,9 @@ static int plabel_num_label(struct plabel_prof *p, const char **key,
 }
 
 /* A copy of the candidate k as a new sample with the values given. */
-static int plabel_sample_insert(struct plabel_prof *p,
-				const struct plabel_skey *k, uint64_t hash,
-				int64_t count, int64_t nanos)
+static int sample_insert(struct plabel_prof *p,
+			 const struct plabel_skey *k, uint64_t hash,
+			 int64_t count, int64_t nanos)
 {
 	struct plabel_psample s = {
 		.nlocs = k->nlocs, .nlabels = k->nlabels, .nnum = k->nnum,
@@ -670,7 +670,7 @@ static int plabel_sample_insert(struct plabel_prof *p,
 	return 0;
 
 err_free:
-	plabel_sample_release(&s);
+	sample_release(&s);
 	return -ENOMEM;
 }
 
@@ -679,11 +679,11 @@ err_free:
  * are checked, labels interned and sorted. Most samples repeat one already
  * there: those allocate nothing.
  */
-static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
-			     size_t nlocs,
-			     const struct plabel_prof_label *labels,
-			     size_t nlabels, int64_t pid, int64_t tid,
-			     int64_t count, int64_t nanos)
+static int sample_add(struct plabel_prof *p, const uint64_t *locs,
+		      size_t nlocs,
+		      const struct plabel_prof_label *labels,
+		      size_t nlabels, int64_t pid, int64_t tid,
+		      int64_t count, int64_t nanos)
 {
 	struct plabel_prof_numlabel num[2];
 	struct plabel_skey k = {
@@ -694,16 +694,16 @@ static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
 	uint64_t hash;
 
 	if (pid >= 0 &&
-	    plabel_num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
+	    num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
 		return -ENOMEM;
 	if (tid >= 0 &&
-	    plabel_num_label(p, &p->tid_key, "tid", tid, &num[k.nnum++]))
+	    num_label(p, &p->tid_key, "tid", tid, &num[k.nnum++]))
 		return -ENOMEM;
-	hash = plabel_sample_hash(&k);
+	hash = sample_hash(&k);
 	while ((i = plabel_itab_next(&p->sample_h, hash, &pos)) != SIZE_MAX) {
 		struct plabel_psample *o = &p->samples[i];
 
-		if (!plabel_sample_eq(o, &k))
+		if (!sample_eq(o, &k))
 			continue;
 		o->values[0] = (int64_t)((uint64_t)o->values[0] +
 					 (uint64_t)count);
@@ -712,7 +712,7 @@ static int plabel_sample_add(struct plabel_prof *p, const uint64_t *locs,
 						 (uint64_t)nanos);
 		return 0;
 	}
-	return plabel_sample_insert(p, &k, hash, count, nanos);
+	return sample_insert(p, &k, hash, count, nanos);
 }
 
 /* Labels up to this many are sorted on the stack. */
@@ -728,17 +728,17 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 	int ret;
 
 	if (!p->built || (nlocs && !loc_ids) || (nlabels && !labels) ||
-	    !plabel_locs_valid(p, loc_ids, nlocs))
+	    !locs_valid(p, loc_ids, nlocs))
 		return -EINVAL;
 	if (nlabels > PLABEL_PROF_STACK_LABELS) {
 		sorted = malloc(nlabels * sizeof(*sorted));
 		if (!sorted)
 			return -ENOMEM;
 	}
-	ret = plabel_labels_intern(p, labels, nlabels, sorted);
+	ret = labels_get(p, labels, nlabels, sorted);
 	if (!ret)
-		ret = plabel_sample_add(p, loc_ids, nlocs, sorted, nlabels,
-					pid, tid, count, nanos);
+		ret = sample_add(p, loc_ids, nlocs, sorted, nlabels,
+				 pid, tid, count, nanos);
 	if (sorted != stack)
 		free(sorted);
 	return ret;
@@ -758,7 +758,7 @@ int plabel_prof_labelset(struct plabel_prof *p,
 	ls.labels = malloc((nlabels ? nlabels : 1) * sizeof(*ls.labels));
 	if (!ls.labels)
 		return -ENOMEM;
-	ret = plabel_labels_intern(p, labels, nlabels, ls.labels);
+	ret = labels_get(p, labels, nlabels, ls.labels);
 	if (!ret && plabel_grow(&p->lsets, &p->caplsets, p->nlsets,
 				sizeof(*p->lsets)))
 		ret = -ENOMEM;
@@ -779,14 +779,14 @@ int plabel_prof_sample_labelset(struct plabel_prof *p,
 	const struct plabel_plset *ls;
 
 	if (!p->built || (nlocs && !loc_ids) || labelset > p->nlsets ||
-	    !plabel_locs_valid(p, loc_ids, nlocs))
+	    !locs_valid(p, loc_ids, nlocs))
 		return -EINVAL;
 	if (!labelset)
-		return plabel_sample_add(p, loc_ids, nlocs, NULL, 0, pid, tid,
-					 count, nanos);
+		return sample_add(p, loc_ids, nlocs, NULL, 0, pid, tid,
+				  count, nanos);
 	ls = &p->lsets[labelset - 1];
-	return plabel_sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
-				 tid, count, nanos);
+	return sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
+			  tid, count, nanos);
 }
 
 /* ---- read access ---- */

@@ -113,8 +113,8 @@ struct plabel_prof *plabel_prof_alloc(void);
  * Interned s, escaped when it holds control bytes (and backslashes when
  * always). NULL on ENOMEM.
  */
-const char *plabel_intern_esc(struct plabel_prof *p, const char *s,
-			      bool always);
+const char *plabel_prof_str_esc(struct plabel_prof *p, const char *s,
+				bool always);
 /* Append comment s, already interned. 0 or -ENOMEM. */
 int plabel_add_comment_str(struct plabel_prof *p, const char *s);
 /* Append mapping m (its id set), by key too when keyed; index or SIZE_MAX. */

@@ -33,7 +33,7 @@ void plabel_run_usage(FILE *f)
 	      "  -h, --help              show this help\n", f);
 }
 
-static const char *plabel_run_err(int err)
+static const char *run_err(int err)
 {
 	switch (err) {
 	case EINVAL:
@@ -55,8 +55,8 @@ static const char *plabel_run_err(int err)
  * them. *buf keeps their bytes (free it after SET_NEW). 0, -E2BIG (too
  * many together) or another -errno.
  */
-static int plabel_run_inherit(int fd, struct plabel_label *labels,
-			      unsigned int *n, void **buf)
+static int run_inherit(int fd, struct plabel_label *labels,
+		       unsigned int *n, void **buf)
 {
 	struct plabel_labels_get_args ga;
 	const struct plabel_label *in;
@@ -163,14 +163,14 @@ int plabel_cmd_run(int argc, char **argv)
 	if (fd < 0)
 		return 1;
 	if (!replace) {
-		int ret = plabel_run_inherit(fd, labels, &n, &inherited);
+		int ret = run_inherit(fd, labels, &n, &inherited);
 
 		if (ret) {
 			fprintf(stderr, "plabel run: %s\n",
 				ret == -E2BIG ?
 				"too many labels with the inherited ones (at most " PLABEL_STR(PLABEL_MAX_LABELS) "; --replace drops those)" :
 				ret == -ENOMEM ? "out of memory" :
-				plabel_run_err(-ret));
+				run_err(-ret));
 			close(fd);
 			return 1;
 		}
@@ -181,7 +181,7 @@ int plabel_cmd_run(int argc, char **argv)
 	sn.count = n;
 	if (ioctl(fd, PLABEL_IOC_SET_NEW, &sn)) {
 		fprintf(stderr, "plabel run: cannot intern the labels: %s\n",
-			plabel_run_err(errno));
+			run_err(errno));
 		free(inherited);
 		close(fd);
 		return 1;
@@ -192,7 +192,7 @@ int plabel_cmd_run(int argc, char **argv)
 	ls.id = sn.id;
 	if (ioctl(fd, PLABEL_IOC_LABELS_SET, &ls)) {
 		fprintf(stderr, "plabel run: cannot set the labels: %s\n",
-			plabel_run_err(errno));
+			run_err(errno));
 		close(fd);
 		return 1;
 	}

@@ -22,7 +22,7 @@ uint64_t plabel_dec_ip(const struct plabel_dec_rec *rec, size_t i)
 	return v;
 }
 
-static int plabel_dec_labelset(struct plabel_dec_rec *rec)
+static int dec_labelset(struct plabel_dec_rec *rec)
 {
 	struct plabel_rec_labelset ls;
 	const uint8_t *p = rec->raw;
@@ -62,7 +62,7 @@ static int plabel_dec_labelset(struct plabel_dec_rec *rec)
 	return 0;
 }
 
-static int plabel_dec_sample(struct plabel_dec_rec *rec)
+static int dec_sample(struct plabel_dec_rec *rec)
 {
 	struct plabel_rec_sample *s = &rec->u.sample.hdr;
 	size_t off, nips;
@@ -94,7 +94,7 @@ static int plabel_dec_sample(struct plabel_dec_rec *rec)
 	return 0;
 }
 
-static int plabel_dec_mmap(struct plabel_dec_rec *rec)
+static int dec_mmap(struct plabel_dec_rec *rec)
 {
 	struct plabel_rec_mmap *m = &rec->u.mmap.hdr;
 
@@ -112,8 +112,8 @@ static int plabel_dec_mmap(struct plabel_dec_rec *rec)
 	return 0;
 }
 
-static int plabel_dec_fixed(struct plabel_dec_rec *rec, void *dst,
-			    size_t size)
+static int dec_fixed(struct plabel_dec_rec *rec, void *dst,
+		     size_t size)
 {
 	if (rec->size < size)
 		return -EBADMSG;
@@ -141,27 +141,27 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 
 	switch (h.type) {
 	case PLABEL_REC_STREAM:
-		ret = plabel_dec_fixed(rec, &rec->u.stream,
-				       sizeof(rec->u.stream));
+		ret = dec_fixed(rec, &rec->u.stream,
+				sizeof(rec->u.stream));
 		break;
 	case PLABEL_REC_LABELSET:
-		ret = plabel_dec_labelset(rec);
+		ret = dec_labelset(rec);
 		break;
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
-		ret = plabel_dec_sample(rec);
+		ret = dec_sample(rec);
 		break;
 	case PLABEL_REC_LOST:
-		ret = plabel_dec_fixed(rec, &rec->u.lost, sizeof(rec->u.lost));
+		ret = dec_fixed(rec, &rec->u.lost, sizeof(rec->u.lost));
 		break;
 	case PLABEL_REC_MMAP:
-		ret = plabel_dec_mmap(rec);
+		ret = dec_mmap(rec);
 		break;
 	case PLABEL_REC_COMM:
-		ret = plabel_dec_fixed(rec, &rec->u.comm, sizeof(rec->u.comm));
+		ret = dec_fixed(rec, &rec->u.comm, sizeof(rec->u.comm));
 		break;
 	case PLABEL_REC_EXEC:
-		ret = plabel_dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
+		ret = dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
 		break;
 	default:
 		ret = 0;	/* unknown: the caller skips it */

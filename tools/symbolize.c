@@ -82,7 +82,7 @@ struct plabel_syms {
  */
 #define PLABEL_ELF_COPY_TOTAL	(2ULL << 30)
 
-/* Separate debug info comes from here alone (see plabel_find_debuginfo). */
+/* Separate debug info comes from here alone (see find_debuginfo). */
 static char plabel_debug_dir[] = "/usr/lib/debug";
 static char *plabel_debuginfo_path = plabel_debug_dir;
 
@@ -91,7 +91,7 @@ static char *plabel_debuginfo_path = plabel_debug_dir;
  * PLABEL_ELF_MAX_SIZE bytes, without blocking (a FIFO) and without
  * becoming our terminal (a tty). The fd, or a negative errno.
  */
-static int plabel_open_regular(const char *path, struct stat *st)
+static int open_regular(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
@@ -106,7 +106,7 @@ static int plabel_open_regular(const char *path, struct stat *st)
 }
 
 /* The GNU debuglink checksum (zlib's CRC-32) of regular file fd. */
-static int plabel_file_crc(int fd, size_t size, uint32_t *crc)
+static int file_crc(int fd, size_t size, uint32_t *crc)
 {
 	void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	uLong c = crc32(0, Z_NULL, 0);
@@ -141,10 +141,10 @@ static int plabel_file_crc(int fd, size_t size, uint32_t *crc)
  * link's CRC. The same for a DWZ alternate file, whose absolute name must
  * be under /usr/lib/debug/. Never debuginfod.
  */
-static int plabel_find_debuginfo(Dwfl_Module *mod, void **userdata,
-				 const char *modname, Dwarf_Addr base,
-				 const char *file_name, const char *debuglink,
-				 GElf_Word crc, char **debuginfo_file_name)
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink,
+			  GElf_Word crc, char **debuginfo_file_name)
 {
 	const char *slash;
 	struct stat st;
@@ -177,9 +177,9 @@ static int plabel_find_debuginfo(Dwfl_Module *mod, void **userdata,
 	}
 	if (!path)
 		return -1;
-	fd = plabel_open_regular(path, &st);
+	fd = open_regular(path, &st);
 	if (fd >= 0 && crc &&
-	    (plabel_file_crc(fd, st.st_size, &seen) || seen != crc)) {
+	    (file_crc(fd, st.st_size, &seen) || seen != crc)) {
 		close(fd);
 		fd = -1;
 	}
@@ -192,7 +192,7 @@ static int plabel_find_debuginfo(Dwfl_Module *mod, void **userdata,
 }
 
 static const Dwfl_Callbacks plabel_dwfl_cb = {
-	.find_debuginfo = plabel_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &plabel_debuginfo_path,
 };
@@ -414,7 +414,7 @@ static int plabel_elf_open(struct plabel_elf *e)
 	int fd, mfd, ret;
 
 	/* a FIFO put in the file's place since it was named must not block */
-	fd = plabel_open_regular(e->path, &st);
+	fd = open_regular(e->path, &st);
 	if (fd < 0)
 		return fd;
 	/* replaced since it was named (say, rebuilt): its names would lie */
@@ -603,14 +603,14 @@ int plabel_elf_eh_frame_hdr(struct plabel_elf *e, uint64_t *vaddr,
 	return 0;
 }
 
-static const char *plabel_file_name(Dwarf_Files *files, Dwarf_Word idx)
+static const char *src_file(Dwarf_Files *files, Dwarf_Word idx)
 {
 	if (!files)
 		return NULL;
 	return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
-static int plabel_is_func(Dwarf_Die *d)
+static int is_func(Dwarf_Die *d)
 {
 	int tag = dwarf_tag(d);
 
@@ -618,7 +618,7 @@ static int plabel_is_func(Dwarf_Die *d)
 }
 
 /* DIEs that may hold functions whether or not they have addresses. */
-static int plabel_is_container(Dwarf_Die *d)
+static int is_container(Dwarf_Die *d)
 {
 	switch (dwarf_tag(d)) {
 	case DW_TAG_namespace:
@@ -632,7 +632,7 @@ static int plabel_is_container(Dwarf_Die *d)
 }
 
 /* DIEs with code, to be entered only when they cover the address. */
-static int plabel_is_code_scope(Dwarf_Die *d)
+static int is_code_scope(Dwarf_Die *d)
 {
 	switch (dwarf_tag(d)) {
 	case DW_TAG_subprogram:
@@ -662,9 +662,9 @@ static int plabel_is_code_scope(Dwarf_Die *d)
 #define PLABEL_SCOPE_DEPTH	256
 #define PLABEL_SCOPE_DIES	(1 << 20)
 
-static int plabel_scope_walk(Dwarf_Die *parent, Dwarf_Addr pc,
-			     Dwarf_Die *out, unsigned int depth,
-			     unsigned int *budget)
+static int scope_walk(Dwarf_Die *parent, Dwarf_Addr pc,
+		      Dwarf_Die *out, unsigned int depth,
+		      unsigned int *budget)
 {
 	Dwarf_Die child;
 
@@ -674,38 +674,38 @@ static int plabel_scope_walk(Dwarf_Die *parent, Dwarf_Addr pc,
 		if (!*budget)
 			return 0;
 		(*budget)--;
-		if (plabel_is_code_scope(&child)) {
+		if (is_code_scope(&child)) {
 			if (dwarf_haspc(&child, pc) != 1)
 				continue;
 			/* scopes with code nest: this one is the way in */
-			if (plabel_is_func(&child))
+			if (is_func(&child))
 				*out = child;
-			plabel_scope_walk(&child, pc, out, depth + 1, budget);
+			scope_walk(&child, pc, out, depth + 1, budget);
 			return 1;
 		}
-		if (plabel_is_container(&child) &&
+		if (is_container(&child) &&
 		    dwarf_haschildren(&child) == 1 &&
-		    plabel_scope_walk(&child, pc, out, depth + 1, budget))
+		    scope_walk(&child, pc, out, depth + 1, budget))
 			return 1;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return 0;
 }
 
-static int plabel_innermost_func(Dwarf_Die *cu, Dwarf_Addr pc,
-				 Dwarf_Die *out)
+static int innermost_func(Dwarf_Die *cu, Dwarf_Addr pc,
+			  Dwarf_Die *out)
 {
 	unsigned int budget = PLABEL_SCOPE_DIES;
 	Dwarf_Die found;
 
 	found.addr = NULL;
-	plabel_scope_walk(cu, pc, &found, 0, &budget);
+	scope_walk(cu, pc, &found, 0, &budget);
 	if (!found.addr)
 		return 0;
 	*out = found;
 	return 1;
 }
 
-static const char *plabel_die_name(Dwarf_Die *d)
+static const char *die_name(Dwarf_Die *d)
 {
 	Dwarf_Attribute a;
 	const char *n;
@@ -747,9 +747,9 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	}
 
 	cudie = dwfl_module_addrdie(e->mod, addr, &cubias);
-	if (cudie && plabel_innermost_func(cudie, addr - cubias, &cur)) {
+	if (cudie && innermost_func(cudie, addr - cubias, &cur)) {
 		dwarf_getsrcfiles(cudie, &files, NULL);
-		frames[n++].function = plabel_die_name(&cur);
+		frames[n++].function = die_name(&cur);
 		/*
 		 * The concrete caller of an inlined instance is found from
 		 * the instance's own parents.
@@ -766,13 +766,13 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			frames[n].line = 0;
 			if (dwarf_formudata(dwarf_attr(&cur, DW_AT_call_file,
 						       &a), &cf) == 0)
-				frames[n].file = plabel_file_name(files, cf);
+				frames[n].file = src_file(files, cf);
 			if (dwarf_formudata(dwarf_attr(&cur, DW_AT_call_line,
 						       &a), &cl) == 0)
 				frames[n].line = cl;
 			np = dwarf_getscopes_die(&cur, &ps);
 			for (j = 1; j < np; j++)
-				if (plabel_is_func(&ps[j]))
+				if (is_func(&ps[j]))
 					break;
 			if (j >= np) {
 				free(ps);
@@ -781,7 +781,7 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			}
 			cur = ps[j];
 			free(ps);
-			frames[n++].function = plabel_die_name(&cur);
+			frames[n++].function = die_name(&cur);
 		}
 	}
 	if (n == 0) {
@@ -808,14 +808,14 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	return n;
 }
 
-static int plabel_ksym_cmp(const void *a, const void *b)
+static int ksym_cmp(const void *a, const void *b)
 {
 	const struct plabel_ksym *x = a, *y = b;
 
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static void plabel_kallsyms_read(struct plabel_syms *s)
+static void kallsyms_read(struct plabel_syms *s)
 {
 	char line[512], name[256], type;
 	size_t cap = 0;
@@ -854,7 +854,7 @@ static void plabel_kallsyms_read(struct plabel_syms *s)
 	fclose(f);
 	if (s->nksyms)
 		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms),
-		      plabel_ksym_cmp);
+		      ksym_cmp);
 }
 
 const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
@@ -862,7 +862,7 @@ const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
 	size_t lo = 0, hi;
 
 	if (!s->kallsyms_read)
-		plabel_kallsyms_read(s);
+		kallsyms_read(s);
 	hi = s->nksyms;
 	if (!hi || addr < s->ksyms[0].addr)
 		return NULL;
@@ -960,14 +960,14 @@ struct plabel_plt_rel {
 	int64_t addend;		/* an IFUNC resolver's address (IRELATIVE) */
 };
 
-static int plabel_plt_rel_cmp(const void *a, const void *b)
+static int plt_rel_cmp(const void *a, const void *b)
 {
 	const struct plabel_plt_rel *x = a, *y = b;
 
 	return x->got < y->got ? -1 : x->got > y->got;
 }
 
-static int plabel_plt_cmp(const void *a, const void *b)
+static int plt_cmp(const void *a, const void *b)
 {
 	const struct plabel_plt *x = a, *y = b;
 
@@ -975,7 +975,7 @@ static int plabel_plt_cmp(const void *a, const void *b)
 }
 
 /* The dynamic relocations with a symbol (JUMP_SLOT, GLOB_DAT), by slot. */
-static int plabel_plt_rels(Elf *elf, struct plabel_plt_rel **out, size_t *n)
+static int plt_rels(Elf *elf, struct plabel_plt_rel **out, size_t *n)
 {
 	Elf_Scn *scn = NULL;
 	size_t cap = 0;
@@ -1039,7 +1039,7 @@ static int plabel_plt_rels(Elf *elf, struct plabel_plt_rel **out, size_t *n)
 		}
 	}
 	if (*n)
-		qsort(*out, *n, sizeof(**out), plabel_plt_rel_cmp);
+		qsort(*out, *n, sizeof(**out), plt_rel_cmp);
 	return 0;
 }
 
@@ -1049,7 +1049,7 @@ static int plabel_plt_rels(Elf *elf, struct plabel_plt_rel **out, size_t *n)
  * prefix), and the slot's dynamic relocation names the function. Every
  * read is inside the section's data, so a malformed file yields no names.
  */
-static int plabel_plt_read(struct plabel_elf *e)
+static int plt_read(struct plabel_elf *e)
 {
 	struct plabel_plt_rel *rels = NULL;
 	size_t nrels = 0, shstrndx, cap = 0;
@@ -1064,7 +1064,7 @@ static int plabel_plt_read(struct plabel_elf *e)
 	elf = dwfl_module_getelf(e->mod, &bias);
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
-	ret = plabel_plt_rels(elf, &rels, &nrels);
+	ret = plt_rels(elf, &rels, &nrels);
 	while (!ret && nrels && (scn = elf_nextscn(elf, scn))) {
 		uint64_t ent, off;
 		const char *sname;
@@ -1098,7 +1098,7 @@ static int plabel_plt_read(struct plabel_elf *e)
 				memcpy(&disp, b + off + k + 2, 4);
 				key.got = sh.sh_addr + off + k + 6 + (int64_t)disp;
 				hit = bsearch(&key, rels, nrels, sizeof(*rels),
-					      plabel_plt_rel_cmp);
+					      plt_rel_cmp);
 			}
 			if (!hit)
 				continue;
@@ -1131,7 +1131,7 @@ static int plabel_plt_read(struct plabel_elf *e)
 	}
 	free(rels);
 	if (e->nplt > 1)
-		qsort(e->plt, e->nplt, sizeof(*e->plt), plabel_plt_cmp);
+		qsort(e->plt, e->nplt, sizeof(*e->plt), plt_cmp);
 	return ret;
 }
 
@@ -1139,7 +1139,7 @@ const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
 {
 	size_t lo = 0, hi;
 
-	if (!e->plt_read && plabel_plt_read(e) == -ENOMEM)
+	if (!e->plt_read && plt_read(e) == -ENOMEM)
 		return NULL;
 	hi = e->nplt;
 	while (lo < hi) {

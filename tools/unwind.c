@@ -64,8 +64,8 @@ struct plabel_unwinder {
 	unsigned long reads_left;	/* of PLABEL_UW_MAX_READS */
 };
 
-static const struct plabel_uw_obj *plabel_uw_obj_at(struct plabel_unwinder *u,
-						    uint64_t addr)
+static const struct plabel_uw_obj *uw_obj_at(struct plabel_unwinder *u,
+					     uint64_t addr)
 {
 	size_t i;
 
@@ -75,8 +75,8 @@ static const struct plabel_uw_obj *plabel_uw_obj_at(struct plabel_unwinder *u,
 	return NULL;
 }
 
-static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
-				unw_word_t *valp, int write, void *arg)
+static int uw_access_mem(unw_addr_space_t as, unw_word_t addr,
+			 unw_word_t *valp, int write, void *arg)
 {
 	struct plabel_unwinder *u = arg;
 	uint64_t sp = u->stack_base;
@@ -94,7 +94,7 @@ static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 		memcpy(valp, u->stack + (addr - sp), sizeof(*valp));
 		return 0;
 	}
-	o = plabel_uw_obj_at(u, addr);
+	o = uw_obj_at(u, addr);
 	if (o && plabel_elf_read(o->elf, addr - o->bias, valp,
 				 sizeof(*valp)) == 0)
 		return 0;
@@ -102,8 +102,8 @@ static int plabel_uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 	return -UNW_EINVAL;
 }
 
-static int plabel_uw_access_reg(unw_addr_space_t as, unw_regnum_t reg,
-				unw_word_t *valp, int write, void *arg)
+static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg,
+			 unw_word_t *valp, int write, void *arg)
 {
 	struct plabel_unwinder *u = arg;
 
@@ -115,38 +115,38 @@ static int plabel_uw_access_reg(unw_addr_space_t as, unw_regnum_t reg,
 	return 0;
 }
 
-static int plabel_uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg,
-				  unw_fpreg_t *val, int write, void *arg)
+static int uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg,
+			   unw_fpreg_t *val, int write, void *arg)
 {
 	return -UNW_EINVAL;
 }
 
-static int plabel_uw_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+static int uw_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
 {
 	return -UNW_EINVAL;
 }
 
-static int plabel_uw_get_proc_name(unw_addr_space_t as, unw_word_t addr,
-				   char *buf, size_t len, unw_word_t *off,
-				   void *arg)
+static int uw_get_proc_name(unw_addr_space_t as, unw_word_t addr,
+			    char *buf, size_t len, unw_word_t *off,
+			    void *arg)
 {
 	return -UNW_EINVAL;
 }
 
-static int plabel_uw_get_dyn_info_list_addr(unw_addr_space_t as,
-					    unw_word_t *dil, void *arg)
+static int uw_get_dyn_info_list_addr(unw_addr_space_t as,
+				     unw_word_t *dil, void *arg)
 {
 	return -UNW_ENOINFO;
 }
 
-static void plabel_uw_put_unwind_info(unw_addr_space_t as,
-				      unw_proc_info_t *pi, void *arg)
+static void uw_put_unwind_info(unw_addr_space_t as,
+			       unw_proc_info_t *pi, void *arg)
 {
 }
 
 /* Read an encoded .eh_frame_hdr value at *p (in the file's image). */
-static int plabel_uw_read_enc(struct plabel_elf *e, uint64_t *p,
-			      uint8_t enc, uint64_t *val)
+static int uw_read_enc(struct plabel_elf *e, uint64_t *p,
+		       uint8_t enc, uint64_t *val)
 {
 	uint32_t u4;
 	uint64_t u8;
@@ -171,9 +171,9 @@ static int plabel_uw_read_enc(struct plabel_elf *e, uint64_t *p,
 	return -EINVAL;
 }
 
-static int plabel_uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
-				    unw_proc_info_t *pi, int need_unwind_info,
-				    void *arg)
+static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
+			     unw_proc_info_t *pi, int need_unwind_info,
+			     void *arg)
 {
 	struct plabel_unwinder *u = arg;
 	const struct plabel_map *m;
@@ -185,7 +185,7 @@ static int plabel_uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
 	m = plabel_maps_find(u->maps, u->nmaps, ip);
 	if (!m || !m->elf)
 		return -UNW_ENOINFO;
-	o = plabel_uw_obj_at(u, ip);
+	o = uw_obj_at(u, ip);
 	if (!o || o->elf != m->elf ||
 	    plabel_elf_eh_frame_hdr(m->elf, &hdr, &hsize) || hsize < 12)
 		return -UNW_ENOINFO;
@@ -197,9 +197,9 @@ static int plabel_uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
 		return -UNW_ENOINFO;
 	p = hdr + 4;
 	if (h[1] != PLABEL_PE_OMIT &&
-	    plabel_uw_read_enc(m->elf, &p, h[1], &tmp))
+	    uw_read_enc(m->elf, &p, h[1], &tmp))
 		return -UNW_ENOINFO;
-	if (plabel_uw_read_enc(m->elf, &p, h[2], &nfde) || !nfde ||
+	if (uw_read_enc(m->elf, &p, h[2], &nfde) || !nfde ||
 	    nfde > hsize / 8)
 		return -UNW_ENOINFO;
 
@@ -216,14 +216,14 @@ static int plabel_uw_find_proc_info(unw_addr_space_t as, unw_word_t ip,
 }
 
 static unw_accessors_t plabel_uw_accessors = {
-	.find_proc_info = plabel_uw_find_proc_info,
-	.put_unwind_info = plabel_uw_put_unwind_info,
-	.get_dyn_info_list_addr = plabel_uw_get_dyn_info_list_addr,
-	.access_mem = plabel_uw_access_mem,
-	.access_reg = plabel_uw_access_reg,
-	.access_fpreg = plabel_uw_access_fpreg,
-	.resume = plabel_uw_resume,
-	.get_proc_name = plabel_uw_get_proc_name,
+	.find_proc_info = uw_find_proc_info,
+	.put_unwind_info = uw_put_unwind_info,
+	.get_dyn_info_list_addr = uw_get_dyn_info_list_addr,
+	.access_mem = uw_access_mem,
+	.access_reg = uw_access_reg,
+	.access_fpreg = uw_access_fpreg,
+	.resume = uw_resume,
+	.get_proc_name = uw_get_proc_name,
 };
 
 struct plabel_unwinder *plabel_unwinder_new(void)
@@ -254,7 +254,7 @@ void plabel_unwinder_free(struct plabel_unwinder *u)
 	free(u);
 }
 
-static int plabel_uw_add_objs(struct plabel_unwinder *u)
+static int uw_add_objs(struct plabel_unwinder *u)
 {
 	uint64_t sig = 0x9e3779b97f4a7c15ULL;
 	size_t i, j;
@@ -305,12 +305,12 @@ static int plabel_uw_add_objs(struct plabel_unwinder *u)
  * Restart the unwind one frame up from a leaf, taking the return address
  * from the top of the stack. 0 when the cursor now stands there.
  */
-static int plabel_uw_leaf_retry(struct plabel_unwinder *u, unw_cursor_t *c)
+static int uw_leaf_retry(struct plabel_unwinder *u, unw_cursor_t *c)
 {
 	const uint64_t *orig = u->regs;
 	unw_word_t ra;
 
-	if (plabel_uw_access_mem(u->as, orig[PLABEL_REG_RSP], &ra, 0, u) ||
+	if (uw_access_mem(u->as, orig[PLABEL_REG_RSP], &ra, 0, u) ||
 	    !plabel_maps_find(u->maps, u->nmaps, ra))
 		return -ENOENT;
 	memcpy(u->leaf_regs, orig, sizeof(u->leaf_regs));
@@ -344,7 +344,7 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 	u->stack = stack;
 	u->stack_size = stack_size;
 	u->reads_left = PLABEL_UW_MAX_READS;
-	ret = plabel_uw_add_objs(u);
+	ret = uw_add_objs(u);
 	if (ret)
 		return ret;
 	ips[n++] = regs[PLABEL_REG_RIP];
@@ -360,7 +360,7 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 			 * CFI before the syscall): if nothing was pushed yet,
 			 * the return address is at the stack pointer.
 			 */
-			if (n != 1 || plabel_uw_leaf_retry(u, &c))
+			if (n != 1 || uw_leaf_retry(u, &c))
 				break;
 			ips[n++] = u->leaf_regs[PLABEL_REG_RIP];
 			prev_sp = u->leaf_regs[PLABEL_REG_RSP];

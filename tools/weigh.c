@@ -15,9 +15,13 @@
  */
 struct plabel_thr {
 	uint32_t tid;		/* first: plabel_itab_u32()'s key */
-	uint32_t reserved;
+	uint8_t weighed;	/* a sample or its creation was weighed */
+	uint8_t reserved[3];
 	uint64_t cpu_ns;
 	uint64_t time_ns;
+	/* the time of its latest sample in batch batch (see in_order()) */
+	uint64_t batch_time;
+	uint64_t batch;
 };
 
 /*
@@ -38,15 +42,23 @@ void plabel_weigher_release(struct plabel_weigher *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Thread tid's entry, *fresh set when it was added. NULL on ENOMEM. */
-static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid,
-				  int *fresh)
+/*
+ * Thread tid's entry, added if new. NULL on ENOMEM. A few hundred threads
+ * are looked up once or twice a sample: the recent ones by tid first.
+ */
+static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid)
 {
-	size_t i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
-				   &wg->thrs_cap, sizeof(*wg->thrs), tid,
-				   fresh);
+	uint32_t *r = &wg->recent[tid % PLABEL_THR_CACHE];
+	size_t i;
 
-	return i == SIZE_MAX ? NULL : &wg->thrs[i];
+	if (*r < wg->nthrs && wg->thrs[*r].tid == tid)
+		return &wg->thrs[*r];
+	i = plabel_itab_u32(&wg->thr_tab, &wg->thrs, &wg->nthrs,
+			    &wg->thrs_cap, sizeof(*wg->thrs), tid, NULL);
+	if (i == SIZE_MAX)
+		return NULL;
+	*r = (uint32_t)i;
+	return &wg->thrs[i];
 }
 
 /*
@@ -56,36 +68,38 @@ static struct plabel_thr *thr_get(struct plabel_weigher *wg, uint32_t tid,
  * luck; a sample lost in between leaves its time to the next. A thread's
  * first sample stands for at most one period (the thread ran before the
  * recording), or for all its time when its creation was recorded.
+ * known, when not NULL, is s's thread (for a sample, not a creation).
  * 0 or -ENOMEM (s left as it was).
  */
 static int weigh_one(struct plabel_weigher *wg, struct plabel_csample *s,
-		     uint64_t period_ns)
+		     uint64_t period_ns, struct plabel_thr *known)
 {
 	uint64_t cpu = s->value, w;
 	struct plabel_thr *t;
-	int fresh;
 
 	switch (s->weight) {
 	case PLABEL_W_PERIOD:
-		s->value = period_ns * s->periods;
+		s->value = period_ns * plabel_csample_periods(s);
 		break;
 	case PLABEL_W_CHILD:
 		/* the tid is new: whatever had it before is gone */
-		t = thr_get(wg, (uint32_t)s->value, &fresh);
+		t = thr_get(wg, (uint32_t)s->value);
 		if (!t)
 			return -ENOMEM;
+		t->weighed = 1;
 		t->cpu_ns = 0;
 		t->time_ns = s->time_ns;
 		s->value = 0;
 		break;
 	case PLABEL_W_CPU:
-		t = thr_get(wg, s->tid, &fresh);
+		t = known ? known : thr_get(wg, s->tid);
 		if (!t)
 			return -ENOMEM;
-		if (fresh || cpu + PLABEL_CPU_SLACK_NS < t->cpu_ns) {
+		if (!t->weighed || cpu + PLABEL_CPU_SLACK_NS < t->cpu_ns) {
 			/* first seen, or the tid went to a thread not seen made */
 			w = cpu < period_ns ? cpu : period_ns;
 			t->cpu_ns = cpu;
+			t->weighed = 1;
 		} else if (cpu > t->cpu_ns) {
 			/*
 			 * All of it, even more than the wall time since: the
@@ -160,6 +174,43 @@ static int keys_sort(struct plabel_weigher *wg,
 	return 0;
 }
 
+/*
+ * Whether weighing the n samples of wg->keys in their order gives what
+ * weighing them in time order does: no thread creation among them (it
+ * resets another thread) and each thread's samples in time order. Records
+ * of one thread come from the ring of the CPU it runs on, so they mostly
+ * are, while the CPUs' runs of records are not. When they are, wg->tmp
+ * holds the index of each one's thread. 1, 0, or -ENOMEM.
+ */
+static int in_order(struct plabel_weigher *wg,
+		    const struct plabel_csample *sm, size_t n)
+{
+	struct plabel_thr *t;
+	size_t i;
+
+	if (!wg->tmp) {
+		wg->tmp = malloc(wg->keys_cap * sizeof(*wg->tmp));
+		if (!wg->tmp)
+			return -ENOMEM;
+	}
+	wg->batch++;
+	for (i = 0; i < n; i++) {
+		const struct plabel_csample *s = &sm[wg->keys[i]];
+
+		if (s->weight == PLABEL_W_CHILD)
+			return 0;
+		t = thr_get(wg, s->tid);
+		if (!t)
+			return -ENOMEM;
+		if (t->batch == wg->batch && s->time_ns < t->batch_time)
+			return 0;
+		t->batch = wg->batch;
+		t->batch_time = s->time_ns;
+		wg->tmp[i] = (uint32_t)(t - wg->thrs);
+	}
+	return 1;
+}
+
 /* Sample s is to be weighed now, time_ns being as for plabel_weigh(). */
 static int weigh_due(const struct plabel_csample *s, uint64_t time_ns)
 {
@@ -172,7 +223,7 @@ int plabel_weigh(struct plabel_weigher *wg, struct plabel_csample *samples,
 {
 	uint64_t prev = 0;
 	size_t i, n = 0;
-	int sorted = 1, ret;
+	int sorted = 1, known = 0, ret;
 
 	if (nsamples > UINT32_MAX)
 		return -ENOMEM;
@@ -182,7 +233,7 @@ int plabel_weigh(struct plabel_weigher *wg, struct plabel_csample *samples,
 		if (!weigh_due(s, time_ns))
 			continue;
 		if (s->weight == PLABEL_W_PERIOD) {
-			s->value = period_ns * s->periods;
+			s->value = period_ns * plabel_csample_periods(s);
 			s->weight = PLABEL_W_DONE;
 			continue;
 		}
@@ -202,13 +253,21 @@ int plabel_weigh(struct plabel_weigher *wg, struct plabel_csample *samples,
 			sorted = 0;
 		prev = s->time_ns;
 	}
-	if (!sorted) {
-		ret = keys_sort(wg, samples, n);
-		if (ret)
+	if (n) {
+		ret = in_order(wg, samples, n);
+		if (ret < 0)
 			return ret;
+		known = ret;
+		if (!known && !sorted) {
+			ret = keys_sort(wg, samples, n);
+			if (ret)
+				return ret;
+		}
 	}
+	/* (no thread is added meanwhile when known: wg->thrs stays put) */
 	for (i = 0; i < n; i++) {
-		ret = weigh_one(wg, &samples[wg->keys[i]], period_ns);
+		ret = weigh_one(wg, &samples[wg->keys[i]], period_ns,
+				known ? &wg->thrs[wg->tmp[i]] : NULL);
 		if (ret)
 			return ret;
 	}

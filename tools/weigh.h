@@ -12,20 +12,31 @@
 #include "table.h"
 
 /*
- * A sample the collector holds, not merged yet. Weighing reads its
- * thread, time, periods and value, and sets value to its nanoseconds.
+ * A sample the collector holds, not merged yet: 32 bytes, as at 10 kHz on
+ * 64 CPUs it holds over a million. Weighing reads its thread, time,
+ * periods and value, and sets value to its nanoseconds.
  */
 struct plabel_csample {
-	uint16_t type;		/* PLABEL_REC_SAMPLE or _THREAD */
-	uint8_t pending;	/* its snapshot waits in the spool */
-	uint8_t weight;		/* PLABEL_W_*: what value holds */
-	uint32_t pid, tid;
-	uint32_t chain;		/* index into chains */
-	uint32_t periods;	/* SAMPLE: sampling periods it stands for */
 	uint64_t time_ns;
-	uint64_t set_id;
 	uint64_t value;
+	uint32_t tid;
+	uint32_t chain;		/* index into chains */
+	uint32_t src;		/* the collector's index of its pid and set */
+	uint16_t periods_m1;	/* sampling periods it stands for, less one */
+	uint8_t weight;		/* PLABEL_W_*: what value holds */
+	uint8_t flags;		/* PLABEL_CS_* */
 };
+
+_Static_assert(sizeof(struct plabel_csample) == 32, "a held sample grew");
+
+/* flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool */
+#define PLABEL_CS_THREAD	(1U << 0)
+#define PLABEL_CS_PENDING	(1U << 1)
+
+static inline uint32_t plabel_csample_periods(const struct plabel_csample *s)
+{
+	return (uint32_t)s->periods_m1 + 1;
+}
 
 /*
  * A sample's CPU nanoseconds (see plabel_weigh()): value holds, by weight,
@@ -42,6 +53,8 @@ enum {
 
 struct plabel_thr;
 
+#define PLABEL_THR_CACHE	256
+
 /* The threads' CPU times so far; a zeroed one knows none. */
 struct plabel_weigher {
 	struct plabel_thr *thrs;	/* threads sampled */
@@ -49,6 +62,9 @@ struct plabel_weigher {
 	struct plabel_itab thr_tab;	/* by tid */
 	uint32_t *keys, *tmp;	/* samples to weigh by index, keys_cap each */
 	size_t keys_cap;
+	uint64_t batch;		/* plabel_weigh() calls that ordered keys */
+	/* thrs index of a recent thread, by tid % PLABEL_THR_CACHE */
+	uint32_t recent[PLABEL_THR_CACHE];
 };
 
 void plabel_weigher_release(struct plabel_weigher *w);
