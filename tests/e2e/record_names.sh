@@ -15,7 +15,9 @@ P=$D/names/cpu.pb.gz
 # sh execs names: the process label follows the exec
 e2e_record "$D/names" -- sh -c "exec $E2E_BIN/names 300"
 t_ok "record exits 0" test $? -eq 0
-t_ok "process=names on most samples" e2e_between "$(e2e_tag_pct "$P" process names)" 80 100
+# (sh's own start, before its exec, is the rest: up to 30 % of the samples
+# on a busy host; without following the exec there would be no names at all)
+t_ok "process=names on most samples" e2e_between "$(e2e_tag_pct "$P" process names)" 60 100
 # each part burns the same CPU time: about a third each, loosely (a busy
 # host skews the sampled split)
 t_ok "thread=before (main thread, before its rename)" e2e_between "$(e2e_tag_pct "$P" thread before)" 10 70
