@@ -232,6 +232,7 @@ struct plabel_edge {
 
 struct plabel_rloc {
 	uint64_t id;
+	uint64_t mapping_id;	/* 0: none */
 	size_t first;		/* first line kept after pruning */
 	size_t *nodes;		/* node per line */
 	size_t nlines;		/* >= 1: a location without lines has one */
@@ -266,6 +267,7 @@ struct plabel_report {
 	struct plabel_prof_sample_info *sinfo;
 	struct plabel_rsample *samples;
 	size_t nsamples;
+	bool filtered;		/* --tagfocus/--tagignore left samples out */
 
 	struct plabel_node *nodes;
 	size_t nnodes, capnodes;
@@ -896,6 +898,7 @@ static int plabel_report_setup(struct plabel_report *r,
 
 		plabel_prof_get_location(r->p, i, &li);
 		l->id = li.id;
+		l->mapping_id = li.mapping_id;
 		if (li.mapping_id) {
 			size_t m, nm = plabel_prof_num_mappings(r->p);
 
@@ -962,10 +965,11 @@ static int plabel_report_setup(struct plabel_report *r,
 		struct plabel_prof_sample_info *si = &r->sinfo[i];
 		struct plabel_rsample *s = &r->samples[r->nsamples];
 
-		if (focus && !plabel_tagfilter_match(r, focus, si))
+		if ((focus && !plabel_tagfilter_match(r, focus, si)) ||
+		    (ignore && plabel_tagfilter_match(r, ignore, si))) {
+			r->filtered = true;
 			continue;
-		if (ignore && plabel_tagfilter_match(r, ignore, si))
-			continue;
+		}
 		s->info = si;
 		s->value = si->values[r->si];
 		s->nlocs = si->nlocs;
@@ -1060,6 +1064,71 @@ static void plabel_select_unit(struct plabel_report *r, const size_t *g,
 		 *unit ? unit : r->sunit);
 }
 
+static uint64_t mapping_id_at(const struct plabel_report *r, size_t m)
+{
+	struct plabel_prof_mapping_info mi;
+
+	plabel_prof_get_mapping(r->p, m, &mi);
+	return mi.id;
+}
+
+/*
+ * The mapping File: names: the profile's first (its main binary, as pprof
+ * shows it); when tag filters left samples out, the main binary of those
+ * kept, by the reader's rule (the mapped file with the most frames that
+ * is not a shared library, else the one with the most frames), so that
+ * --tagfocus pid=N names process N's executable. pprof keeps the first.
+ */
+static size_t header_mapping(const struct plabel_report *r)
+{
+	size_t i, j, m, nm = plabel_prof_num_mappings(r->p);
+	size_t best = SIZE_MAX, best_exe = SIZE_MAX;
+	uint64_t *frames;
+
+	if (!r->filtered || !nm)
+		return 0;
+	frames = calloc(nm, sizeof(*frames));
+	if (!frames)
+		return 0;
+	for (i = 0; i < r->nsamples; i++) {
+		const struct plabel_rsample *s = &r->samples[i];
+
+		for (j = 0; j < s->nlocs; j++) {
+			uint64_t id = r->locs[s->locs[j]].mapping_id;
+
+			/* ids are 1..n in the reader's profiles; else search */
+			if (id && id <= nm && mapping_id_at(r, id - 1) == id) {
+				frames[id - 1]++;
+				continue;
+			}
+			for (m = 0; id && m < nm; m++)
+				if (mapping_id_at(r, m) == id) {
+					frames[m]++;
+					break;
+				}
+		}
+	}
+	for (m = 0; m < nm; m++) {
+		struct plabel_prof_mapping_info mi;
+		const char *base;
+
+		if (!frames[m])
+			continue;
+		if (best == SIZE_MAX || frames[m] > frames[best])
+			best = m;
+		plabel_prof_get_mapping(r->p, m, &mi);
+		base = plabel_basename(mi.file);
+		if (strstr(base, ".so") || base[0] == '[')
+			continue;
+		if (best_exe == SIZE_MAX || frames[m] > frames[best_exe])
+			best_exe = m;
+	}
+	free(frames);
+	if (best_exe != SIZE_MAX)
+		return best_exe;
+	return best != SIZE_MAX ? best : 0;
+}
+
 /* pprof's ProfileLabels. */
 static void plabel_profile_labels(const struct plabel_report *r, FILE *out)
 {
@@ -1070,7 +1139,7 @@ static void plabel_profile_labels(const struct plabel_report *r, FILE *out)
 	if (plabel_prof_num_mappings(r->p)) {
 		struct plabel_prof_mapping_info mi;
 
-		plabel_prof_get_mapping(r->p, 0, &mi);
+		plabel_prof_get_mapping(r->p, header_mapping(r), &mi);
 		if (*mi.file)
 			fprintf(out, "File: %s\n", plabel_basename(mi.file));
 		if (*mi.build_id)
@@ -1463,6 +1532,8 @@ static void plabel_report_usage(FILE *out)
 		"                     (default: the profile's default, else the last)\n"
 		"  --tagfocus K=RE    only samples whose label K matches RE\n"
 		"  --tagignore K=RE   leave out samples whose label K matches RE\n"
+		"                     (with either, File: names the kept samples' main\n"
+		"                     binary: --tagfocus pid=N shows N's executable)\n"
 		"  -h, --help         this text\n");
 }
 

@@ -753,6 +753,74 @@ static int agree(struct __test_metadata *_metadata, const char *file,
 	return i;
 }
 
+/*
+ * A whole-system profile of two processes: File: names the first
+ * mapping (the most sampled executable); with --tagfocus (or
+ * --tagignore) the main binary of the samples kept, so pid=N's view is
+ * headed by process N's executable.
+ */
+TEST(focus_names_its_process_file)
+{
+	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_CPU, 10 * NS_PER_MS);
+	struct plabel_prof_line ln = { "main", "src/x.c", 1 };
+	char *path = tmp_path("two-procs.pb.gz");
+	uint64_t app, other, lib, la, lo, ll, st[2];
+	const char *args[3];
+	char *out;
+	int st_rc, i;
+
+	app = plabel_prof_mapping(p, 0x400000, 0x800000, 0, "/usr/bin/app",
+				  "aaaa");
+	other = plabel_prof_mapping(p, 0x500000, 0x900000, 0,
+				    "/usr/sbin/other", "bbbb");
+	lib = plabel_prof_mapping(p, 0x7f0000000000, 0x7f0000100000, 0,
+				  "/usr/lib/libc.so.6", "cccc");
+	la = plabel_prof_location(p, app, 0x401000, &ln, 1);
+	lo = plabel_prof_location(p, other, 0x501000, &ln, 1);
+	ll = plabel_prof_location(p, lib, 0x7f0000001000, NULL, 0);
+	for (i = 0; i < 3; i++) {
+		st[0] = la;
+		ASSERT_EQ(0, plabel_prof_sample(p, st, 1, NULL, 0, 1000, -1, 1,
+						10 * NS_PER_MS));
+	}
+	/* process 2000: libc frames outnumber its own, its file still wins */
+	st[0] = ll;
+	st[1] = lo;
+	ASSERT_EQ(0, plabel_prof_sample(p, st, 2, NULL, 0, 2000, -1, 1,
+					10 * NS_PER_MS));
+	st[1] = ll;
+	ASSERT_EQ(0, plabel_prof_sample(p, st, 2, NULL, 0, 2000, -1, 1,
+					10 * NS_PER_MS));
+	ASSERT_EQ(0, plabel_prof_write(p, path));
+
+#define EXPECT_HEAD(want)						\
+	EXPECT_EQ(0, strncmp(out, want, strlen(want))) TH_LOG("%s", out)
+	args[0] = path;
+	out = run_report(&st_rc, 1, args);
+	ASSERT_EQ(0, st_rc);
+	EXPECT_HEAD("File: app\nBuild ID: aaaa\n");
+	free(out);
+	args[0] = "--tagfocus=pid=2000";
+	args[1] = path;
+	out = run_report(&st_rc, 2, args);
+	ASSERT_EQ(0, st_rc);
+	EXPECT_HEAD("File: other\nBuild ID: bbbb\n");
+	free(out);
+	args[0] = "--tagignore=pid=1000";
+	out = run_report(&st_rc, 2, args);
+	ASSERT_EQ(0, st_rc);
+	EXPECT_HEAD("File: other\n");
+	free(out);
+	args[0] = "--tagfocus=pid=1000";
+	out = run_report(&st_rc, 2, args);
+	ASSERT_EQ(0, st_rc);
+	EXPECT_HEAD("File: app\n");
+	free(out);
+#undef EXPECT_HEAD
+	plabel_prof_free(p);
+	free(path);
+}
+
 TEST(small_profile_numbers)
 {
 	struct plabel_prof *p = small_profile();
