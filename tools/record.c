@@ -33,6 +33,7 @@
 #include "collect.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
+#include "session.h"
 
 #define PLABEL_READ_BUF		(4U << 20)
 
@@ -111,45 +112,6 @@ static uint64_t plabel_now_ns(void)
 static double plabel_now(void)
 {
 	return plabel_now_ns() / 1e9;
-}
-
-static int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
-{
-	const char *p = arg;
-
-	*n = 0;
-	while (*p) {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (errno || end == p || v <= 0 || v > INT32_MAX ||
-		    (*end && *end != ','))
-			return -EINVAL;
-		if (*n == PLABEL_MAX_PIDS)
-			return -E2BIG;
-		pids[(*n)++] = v;
-		p = *end ? end + 1 : end;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
-static const char *plabel_start_err(int err)
-{
-	switch (err) {
-	case EPERM:
-	case EACCES:
-		return "recording needs CAP_PERFMON or root";
-	case EBUSY:
-		return "another recording session is running";
-	case ESRCH:
-		return "no such process";
-	case EINVAL:
-		return "the module rejected the session's settings (is -F above kernel.plabel.sample_hz's limit?)";
-	default:
-		return strerror(err);
-	}
 }
 
 /*
@@ -631,7 +593,7 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct plabel_session_start_args sa;
+	struct plabel_session_opts so;
 	struct plabel_rec_state st = { .fd = -1 };
 	struct sigaction act, old_int, old_term, old_chld;
 	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
@@ -658,20 +620,14 @@ int plabel_cmd_record(int argc, char **argv)
 
 		switch (c) {
 		case 'F':
-			errno = 0;
-			hz = strtoul(optarg, &end, 10);
-			if (errno || *end || !hz || hz > PLABEL_MAX_SAMPLE_HZ) {
+			if (plabel_parse_hz(optarg, &hz)) {
 				fprintf(stderr, "plabel record: bad frequency '%s': the module samples at 1..%d Hz\n",
 					optarg, PLABEL_MAX_SAMPLE_HZ);
 				return 2;
 			}
 			break;
 		case 'g':
-			if (!strcmp(optarg, "fp")) {
-				callchain = PLABEL_CALLCHAIN_FP;
-			} else if (!strcmp(optarg, "dwarf")) {
-				callchain = PLABEL_CALLCHAIN_DWARF;
-			} else {
+			if (plabel_parse_callchain(optarg, &callchain)) {
 				fprintf(stderr, "plabel record: bad call graph mode '%s' (fp or dwarf)\n",
 					optarg);
 				return 2;
@@ -814,23 +770,17 @@ int plabel_cmd_record(int argc, char **argv)
 		}
 	}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.size = sizeof(sa);
-	sa.target = all ? PLABEL_TARGET_ALL :
+	so.target = all ? PLABEL_TARGET_ALL :
 		    watch || pids[0] != child ? PLABEL_TARGET_PIDS :
 		    PLABEL_TARGET_TREE;
-	sa.callchain = callchain;
-	sa.sample_hz = hz;
-	sa.record = PLABEL_RECORD_KERNEL;
-	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
-		sa.record |= plabel_kinds[i].record_flag;
-	if (!all) {
-		sa.pids = (uintptr_t)pids;
-		sa.npids = npids;
-	}
-	if (ioctl(st.fd, PLABEL_IOC_SESSION_START, &sa)) {
+	so.callchain = callchain;
+	so.hz = hz;
+	so.pids = pids;
+	so.npids = npids;
+	ret = plabel_session_start(st.fd, &so);
+	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",
-			plabel_start_err(errno));
+			plabel_start_err(-ret));
 		goto err_child;
 	}
 	ret = plabel_worker_start(&st);
