@@ -464,6 +464,11 @@ static int read_resp(int fd, struct resp *r)
 			break;
 		len += n;
 	}
+	if (len == cap) {
+		free(buf);
+		return -1;
+	}
+	buf[len] = 0;
 	sep = memmem(buf, len, "\r\n\r\n", 4);
 	if (!sep || sscanf((char *)buf, "HTTP/1.%*d %d", &r->status) != 1) {
 		free(buf);
