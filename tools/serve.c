@@ -76,9 +76,17 @@
 #include "table.h"
 
 #define PLABEL_SERVE_READ_BUF	(4U << 20)
-/* as record.c: a read() that left this much room emptied every ring */
+/*
+ * As in record.c, a read() that left this much room emptied every ring:
+ * each record stamped before the read began has come, unless it took
+ * longer than the margin from its stamp to its ring. record waits 2 s
+ * for that (a virtual CPU held up by its host); serve answers a window
+ * this long after its end, since scrapers ask for seconds=N with a
+ * timeout of about N + 1 s, and a record later still is left out of that
+ * window only.
+ */
 #define PLABEL_SERVE_SETTLE_ROOM	(PLABEL_SERVE_READ_BUF / 2)
-#define PLABEL_SERVE_SETTLE_MARGIN_NS	2000000000ULL
+#define PLABEL_SERVE_SETTLE_MARGIN_NS	500000000ULL
 /* a window is finished this long after its end even if not settled */
 #define PLABEL_SERVE_LATE_NS	10000000000ULL
 #define PLABEL_SERVE_POLL_MS	250
@@ -782,21 +790,25 @@ static void *serve_reader(void *arg)
 		if (p[1].revents & POLLIN)
 			while (read(srv->wake[0], drain, sizeof(drain)) > 0)
 				;
-		if (p[0].revents & (POLLIN | POLLERR)) {
-			t = serve_now_ns();
-			n = read(srv->fd, srv->rbuf, PLABEL_SERVE_READ_BUF);
-			if (n == 0 || (n < 0 && errno != EAGAIN &&
-				       errno != EINTR)) {
-				fprintf(stderr, "plabel serve: reading %s: %s\n",
-					PLABEL_DEVICE, n ? strerror(errno) :
-					"the session ended");
-				srv->fatal = 1;
-				kill(getpid(), SIGTERM);
-				break;
-			}
-			if (n < 0)
-				n = 0;
+		/*
+		 * Read also when poll() timed out: the kernel wakes the
+		 * reader only now and then, and only what a read() found
+		 * the rings holding tells what has come.
+		 */
+		t = serve_now_ns();
+		n = read(srv->fd, srv->rbuf, PLABEL_SERVE_READ_BUF);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			fprintf(stderr, "plabel serve: reading %s: %s\n",
+				PLABEL_DEVICE, n ? strerror(errno) :
+				"the session ended");
+			srv->fatal = 1;
+			kill(getpid(), SIGTERM);
+			break;
 		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			n = 0;
 		/* everything stamped before t has been read */
 		if ((size_t)n <= PLABEL_SERVE_SETTLE_ROOM &&
 		    t > PLABEL_SERVE_SETTLE_MARGIN_NS &&
@@ -1200,8 +1212,8 @@ void plabel_serve_usage(FILE *f)
 	      "or SIGTERM stops it (exit status 0). A profile shows the names,\n"
 	      "stacks and labels of every process sampled: keep it on loopback.\n"
 	      "\n"
-	      "  -l, --listen HOST:PORT  TCP address (default " PLABEL_SERVE_DEFAULT_LISTEN ");\n"
-	      "                         port 0 picks a free one\n"
+	      "  -l, --listen ADDR      HOST:PORT, [IPV6]:PORT or :PORT (default\n"
+	      "                         " PLABEL_SERVE_DEFAULT_LISTEN "); port 0 picks a free one\n"
 	      "  -u, --unix PATH        a Unix socket instead, mode 0600\n"
 	      "      --allow-remote     allow a --listen address that is not loopback\n"
 	      "  -a, --all-cpus         every process on the system (the default)\n"
