@@ -268,6 +268,7 @@ struct serve_win {
 	uint64_t start_ns, end_ns;
 	int64_t wall_ns;
 	unsigned int secs;
+	uint64_t dur_ns;	/* threadcreate: since the start */
 	struct plabel_serve_filter filt;
 	uint64_t memo_set;	/* label filter: the set last matched */
 	int memo_ok;
@@ -299,6 +300,8 @@ struct serve {
 	struct serve_win *ready, **ready_tail;
 	unsigned int active;	/* windows open, ready or being finished */
 	unsigned int nreqs;	/* request contexts alive */
+	uint64_t t0_ns;		/* when it started (CLOCK_MONOTONIC) */
+	int64_t wall0_ns;	/* and CLOCK_REALTIME */
 	int stopping;
 	int fatal;
 	struct MHD_Daemon *mhd;
@@ -860,7 +863,7 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 {
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	int64_t dur = w->kind == PLABEL_PROF_CPU ?
-		      (int64_t)w->secs * 1000000000LL : 0;
+		      (int64_t)w->secs * 1000000000LL : (int64_t)w->dur_ns;
 	char comment[160];
 	size_t k;
 	int ret;
@@ -1098,8 +1101,12 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 				  "too many profiles being taken at once (--max-requests): retry later",
 				  retry);
 	}
-	if (w->kind == PLABEL_PROF_THREADCREATE)
-		w->start_ns = 0;	/* since the start */
+	if (w->kind == PLABEL_PROF_THREADCREATE) {
+		/* since the start */
+		w->start_ns = 0;
+		w->wall_ns = srv->wall0_ns;
+		w->dur_ns = w->end_ns - srv->t0_ns;
+	}
 	w->req = req;
 	req->win = w;
 	w->next = srv->open;
@@ -1406,6 +1413,8 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->sanitize = cfg->sanitize;
 	srv->hz = cfg->hz;
 	srv->ready_tail = &srv->ready;
+	srv->t0_ns = serve_now_ns();
+	srv->wall0_ns = serve_wall_ns();
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	pthread_cond_init(&srv->gone, NULL);
