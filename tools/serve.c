@@ -269,6 +269,7 @@ struct serve_win {
 	int64_t wall_ns;
 	unsigned int secs;
 	uint64_t dur_ns;	/* threadcreate: since the start */
+	int file;		/* record --every: written to files, no request */
 	struct plabel_serve_filter filt;
 	uint64_t memo_set;	/* label filter: the set last matched */
 	int memo_ok;
@@ -311,6 +312,9 @@ struct serve {
 	unsigned int max_requests;
 	int sanitize;
 	unsigned long hz;
+	uint64_t every_ns;	/* record --every: rotate windows */
+	const char *out_dir;
+	unsigned int files_failed;
 
 	/* the reader's */
 	struct serve_log log;
@@ -718,7 +722,7 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 
 	/* new windows get the state as it was before these records */
 	for (w = srv->open; w; w = w->next)
-		if (!w->primed && w->req)
+		if (!w->primed && (w->req || w->file))
 			serve_prime(srv, w);
 	/* the state first: a label set may come after its first sample */
 	plabel_dec_init(&d, buf, len);
@@ -728,7 +732,7 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 	serve_lsets_trim(&srv->log);
 
 	for (pw = &srv->open; (w = *pw);) {
-		if (!w->req) {
+		if (!w->req && !w->file) {
 			/* the client went away */
 			*pw = w->next;
 			srv->active--;
@@ -805,6 +809,9 @@ static void *serve_reader(void *arg)
 				PLABEL_DEVICE, n ? strerror(errno) :
 				"the session ended");
 			srv->fatal = 1;
+			pthread_mutex_lock(&srv->lock);
+			pthread_cond_broadcast(&srv->gone);
+			pthread_mutex_unlock(&srv->lock);
 			kill(getpid(), SIGTERM);
 			break;
 		}
@@ -887,6 +894,55 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 	return ret;
 }
 
+/*
+ * record --every: window w's profiles into DIR/cpu-STAMP.pb.gz and
+ * DIR/threadcreate-STAMP.pb.gz, STAMP its start in UTC. 0 or 1 after
+ * one message.
+ */
+static int serve_write_files(struct serve *srv, struct serve_win *w)
+{
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
+	time_t sec = w->wall_ns / 1000000000LL;
+	char stamp[32], path[PATH_MAX];
+	struct tm tm;
+	size_t k;
+	int ret = w->err;
+
+	gmtime_r(&sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (!ret)
+		ret = plabel_collect_finish(w->col, w->wall_ns,
+					    (int64_t)(w->end_ns - w->start_ns),
+					    profs);
+	if (ret) {
+		fprintf(stderr, "plabel record: building the profiles of %s: %s\n",
+			stamp, strerror(-ret));
+		return 1;
+	}
+	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
+		const char *file = plabel_kinds[k].file;
+		const char *dot = strchr(file, '.');
+		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
+				 srv->out_dir, (int)(dot ? dot - file :
+						     (int)strlen(file)),
+				 file, stamp, dot ? dot : "");
+
+		if (n < 0 || (size_t)n >= sizeof(path))
+			ret = -ENAMETOOLONG;
+		else
+			ret = plabel_prof_write(profs[k], path);
+		if (ret)
+			fprintf(stderr, "plabel record: cannot write %s: %s\n",
+				path, strerror(-ret));
+	}
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	if (!ret)
+		fprintf(stderr, "plabel: wrote %s/*-%s.pb.gz\n", srv->out_dir,
+			stamp);
+	return ret ? 1 : 0;
+}
+
 static void *serve_finisher(void *arg)
 {
 	struct serve *srv = arg;
@@ -906,6 +962,17 @@ static void *serve_finisher(void *arg)
 		srv->ready = w->next;
 		if (!srv->ready)
 			srv->ready_tail = &srv->ready;
+		if (w->file) {
+			pthread_mutex_unlock(&srv->lock);
+			ret = serve_write_files(srv, w);
+			pthread_mutex_lock(&srv->lock);
+			if (ret)
+				srv->files_failed++;
+			srv->active--;
+			serve_win_free(w);
+			pthread_cond_broadcast(&srv->gone);
+			continue;
+		}
 		if (srv->stopping || !w->req) {
 			if (w->req)
 				serve_answer_text(w->req,
@@ -1027,6 +1094,26 @@ static enum MHD_Result serve_text(struct MHD_Connection *conn,
 			   (uint8_t *)body, n, retry_after);
 }
 
+/* A window with its own symbols and collector, or NULL. */
+static struct serve_win *serve_win_new(struct serve *srv)
+{
+	struct serve_win *w = calloc(1, sizeof(*w));
+
+	if (w)
+		w->syms = plabel_syms_new();
+	if (w && w->syms)
+		w->col = plabel_collect_new(w->syms, PLABEL_COLLECT_PROC_MAPS |
+					    PLABEL_COLLECT_PID_LABELS |
+					    PLABEL_COLLECT_NAME_LABELS);
+	if (!w || !w->col) {
+		serve_win_free(w);
+		return NULL;
+	}
+	if (srv->hz)
+		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
+	return w;
+}
+
 /* Seconds until the first window ends, for Retry-After (lock held). */
 static unsigned int serve_retry_after(struct serve *srv)
 {
@@ -1064,20 +1151,10 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 			 srv->max_seconds);
 		return serve_text(conn, MHD_HTTP_BAD_REQUEST, msg, NULL);
 	}
-	w = calloc(1, sizeof(*w));
-	if (w)
-		w->syms = plabel_syms_new();
-	if (w && w->syms)
-		w->col = plabel_collect_new(w->syms, PLABEL_COLLECT_PROC_MAPS |
-					    PLABEL_COLLECT_PID_LABELS |
-					    PLABEL_COLLECT_NAME_LABELS);
-	if (!w || !w->col) {
-		serve_win_free(w);
+	w = serve_win_new(srv);
+	if (!w)
 		return serve_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "out of memory", NULL);
-	}
-	if (srv->hz)
-		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
 	w->kind = route == PLABEL_ROUTE_PROFILE ? PLABEL_PROF_CPU :
 		  PLABEL_PROF_THREADCREATE;
 	w->secs = secs;
@@ -1392,8 +1469,108 @@ static void serve_shutdown(struct serve *srv, pthread_t reader,
 	       pthread_cond_timedwait(&srv->gone, &srv->lock, &until) == 0)
 		;
 	pthread_mutex_unlock(&srv->lock);
-	MHD_stop_daemon(srv->mhd);
+	if (srv->mhd)
+		MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
+}
+
+/* Add a file window [start, start + every) (lock held). 0 or -ENOMEM. */
+static int serve_rotate_add(struct serve *srv, uint64_t start)
+{
+	struct serve_win *w = serve_win_new(srv);
+
+	if (!w)
+		return -ENOMEM;
+	w->kind = PLABEL_PROF_CPU;
+	w->file = 1;
+	w->start_ns = start;
+	w->end_ns = start + srv->every_ns;
+	w->wall_ns = srv->wall0_ns + (int64_t)(start - srv->t0_ns);
+	w->next = srv->open;
+	srv->open = w;
+	srv->active++;
+	return 0;
+}
+
+static int serve_any_alive(const struct plabel_serve_cfg *cfg)
+{
+	uint32_t i;
+
+	for (i = 0; i < cfg->nwatch; i++)
+		if (!(kill(cfg->watch[i], 0) && errno == ESRCH))
+			return 1;
+	return 0;
+}
+
+/*
+ * record --every: windows back to back from the start, each written when
+ * its records have come; the next one is always open already, so no
+ * record falls between two. Ends on SIGINT/SIGTERM, after duration_ns,
+ * or when every watched process is gone: the current window ends then
+ * and is written, the next is dropped.
+ */
+static void serve_rotate(struct serve *srv, const struct plabel_serve_cfg *cfg,
+			 const sigset_t *sigs)
+{
+	uint64_t next = srv->t0_ns + srv->every_ns, now, stop_at = 0;
+	struct serve_win *w, **pw;
+	struct timespec ts;
+
+	if (cfg->duration_ns)
+		stop_at = srv->t0_ns + cfg->duration_ns;
+	pthread_mutex_lock(&srv->lock);
+	if (serve_rotate_add(srv, srv->t0_ns) || serve_rotate_add(srv, next))
+		srv->fatal = 1;
+	pthread_mutex_unlock(&srv->lock);
+	serve_wake(srv);
+	while (!srv->fatal) {
+		uint64_t until = next;
+		int sig;
+
+		now = serve_now_ns();
+		if (stop_at && stop_at < until)
+			until = stop_at;
+		if (cfg->nwatch && until > now + 1000000000ULL)
+			until = now + 1000000000ULL;	/* look again in 1 s */
+		if (until > now) {
+			ts.tv_sec = (until - now) / 1000000000ULL;
+			ts.tv_nsec = (until - now) % 1000000000ULL;
+			sig = sigtimedwait(sigs, NULL, &ts);
+			if (sig == SIGINT || sig == SIGTERM)
+				break;
+		}
+		now = serve_now_ns();
+		if ((stop_at && now >= stop_at) ||
+		    (cfg->nwatch && !serve_any_alive(cfg)))
+			break;
+		if (now >= next) {
+			next += srv->every_ns;
+			pthread_mutex_lock(&srv->lock);
+			if (serve_rotate_add(srv, next)) {
+				fprintf(stderr, "plabel record: out of memory\n");
+				srv->fatal = 1;
+			}
+			pthread_mutex_unlock(&srv->lock);
+		}
+	}
+	/* the window running now ends now; the next is dropped */
+	now = serve_now_ns();
+	pthread_mutex_lock(&srv->lock);
+	for (pw = &srv->open; (w = *pw);) {
+		if (w->start_ns >= now) {
+			*pw = w->next;
+			srv->active--;
+			serve_win_free(w);
+			continue;
+		}
+		if (w->end_ns > now)
+			w->end_ns = now;
+		pw = &w->next;
+	}
+	/* the reader hands them to the finisher once their records came */
+	while (srv->active && !srv->fatal)
+		pthread_cond_wait(&srv->gone, &srv->lock);
+	pthread_mutex_unlock(&srv->lock);
 }
 
 int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
@@ -1442,6 +1619,14 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		pthread_mutex_unlock(&srv->lock);
 		serve_wake(srv);
 		pthread_join(reader, NULL);
+		goto out_mask;
+	}
+	if (cfg->every_ns) {
+		srv->every_ns = cfg->every_ns;
+		srv->out_dir = cfg->out_dir;
+		serve_rotate(srv, cfg, &sigs);
+		serve_shutdown(srv, reader, finisher);
+		status = srv->fatal || srv->files_failed ? 1 : 0;
 		goto out_mask;
 	}
 	srv->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |

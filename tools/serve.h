@@ -92,14 +92,25 @@ struct plabel_serve_cfg {
 	unsigned int max_requests;
 	int sanitize;
 	unsigned long hz;	/* 0: the stream says */
+	/*
+	 * record --every: no HTTP; a CPU and a thread-create profile per
+	 * every_ns into out_dir, until a signal, duration_ns (0: none) or
+	 * the end of every watch[] process (nwatch 0: none).
+	 */
+	uint64_t every_ns;
+	const char *out_dir;
+	uint64_t duration_ns;
+	const int32_t *watch;
+	uint32_t nwatch;
 };
 
 /*
  * Serve the records read from rec_fd (a /dev/plabel file with a session
  * started, or for tests any readable file) over HTTP on listen_fd (a
  * listening socket, taken over) until SIGINT or SIGTERM. shown names
- * the address in the "listening" line. Returns the exit status: 0, or 1
- * when reading the records failed.
+ * the address in the "listening" line. With cfg->every_ns, write files
+ * instead (listen_fd -1). Returns the exit status: 0, or 1 when reading
+ * the records or writing a file failed.
  */
 int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		     int listen_fd, const char *shown);

@@ -8,6 +8,7 @@
  * stalled client, an oversized request and a clean stop on SIGTERM.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -782,6 +783,103 @@ TEST_F(srv, stalled_and_oversized_clients)
 	       (mono_ns() - t0) / 1e9);
 	close(fd);
 	srv_stop(_metadata, self);
+}
+
+/* record --every through the same windows: files back to back */
+TEST_F(srv, rotating_files)
+{
+	char dir[] = "/tmp/plabel-every-XXXXXX";
+	static struct sbuf b;
+	int ncpu = 0, ntc = 0, st = -1;
+	int64_t total = 0, sum_a = 0, sum_b = 0;
+	struct dirent *de;
+	uint64_t t0;
+	DIR *d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, pipe(self->rec));
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	sb_labelset(&b, 1, kv_alpha, 2);
+	sb_labelset(&b, 2, kv_beta, 1);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	t0 = mono_ns();
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		struct plabel_serve_cfg cfg = {
+			.every_ns = 1000000000ULL,
+			.out_dir = dir,
+			.duration_ns = 3500000000ULL,
+		};
+
+		close(self->rec[1]);
+		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
+	}
+	close(self->rec[0]);
+	self->f.fd = self->rec[1];
+	self->f.stop = 0;
+	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+	ASSERT_EQ(self->child, waitpid(self->child, &st, 0));
+	self->child = 0;
+	self->f.stop = 1;
+	pthread_join(self->f.thr, NULL);
+	close(self->rec[1]);
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	/* 3.5 s, and the last window's records to wait for */
+	EXPECT_LE(3500000000ULL, mono_ns() - t0);
+	EXPECT_GE(8000000000ULL, mono_ns() - t0);
+
+	d = opendir(dir);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		char path[512];
+		struct resp r = { 0 };
+		struct sums s;
+		FILE *f;
+		long n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		TH_LOG("%s", de->d_name);
+		/* cpu-YYYYmmddTHHMMSS.pb.gz, threadcreate-... */
+		EXPECT_EQ(0, strcmp(de->d_name + strlen(de->d_name) - 6, ".pb.gz"));
+		EXPECT_EQ('T', strchr(de->d_name, '-')[9]);
+		f = fopen(path, "rb");
+		ASSERT_NE(NULL, f);
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		rewind(f);
+		r.body = malloc(n);
+		ASSERT_NE(NULL, r.body);
+		ASSERT_EQ(1, fread(r.body, n, 1, f));
+		fclose(f);
+		r.len = n;
+		ASSERT_EQ(0, sum_profile(&r, &s));
+		free(r.body);
+		unlink(path);
+		if (!strncmp(de->d_name, "cpu-", 4)) {
+			ncpu++;
+			total += s.total;
+			sum_a += s.alpha;
+			sum_b += s.beta;
+		} else if (!strncmp(de->d_name, "threadcreate-", 13)) {
+			ntc++;
+		}
+	}
+	closedir(d);
+	rmdir(dir);
+	EXPECT_EQ(4, ncpu);
+	EXPECT_EQ(4, ntc);
+	/* 3.5 s of 4 samples of 10 ms each per 10 ms */
+	TH_LOG("total %lld alpha %lld beta %lld", (long long)total,
+	       (long long)sum_a, (long long)sum_b);
+	EXPECT_LE(10000000000LL, total);
+	EXPECT_GE(15000000000LL, total);
+	EXPECT_LE(sum_b * 25 / 10, sum_a);
+	EXPECT_GE(sum_b * 35 / 10, sum_a);
 }
 
 TEST_HARNESS_MAIN
