@@ -41,8 +41,9 @@
  * counters; the reader holds it while it feeds the windows, the handlers
  * while they add one, the finisher only to take one and to hand its
  * result back. The state log and the read buffer are the reader's alone.
- * A suspended connection is resumed (under the lock) once its result is
- * there; all are resumed before the daemon stops, as the library asks.
+ * A suspended connection is resumed once its result is there, with the
+ * lock dropped (serve_answer()); all are resumed before the daemon stops,
+ * as the library asks.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -284,6 +285,7 @@ struct serve_req {
 	struct MHD_Connection *conn;
 	struct serve_win *win;
 	int suspended;
+	struct serve_req *resume_next;	/* on srv->resume */
 	int done;		/* status and body are set */
 	unsigned int status;
 	const char *ctype;
@@ -299,6 +301,7 @@ struct serve {
 	pthread_cond_t gone;	/* main: a request ended */
 	struct serve_win *open;	/* fed by the reader */
 	struct serve_win *ready, **ready_tail;
+	struct serve_req *resume;	/* answered, to resume unlocked */
 	unsigned int active;	/* windows open, ready or being finished */
 	unsigned int nreqs;	/* request contexts alive */
 	uint64_t t0_ns;		/* when it started (CLOCK_MONOTONIC) */
@@ -838,9 +841,15 @@ static void *serve_reader(void *arg)
 
 /* ---- answers ---- */
 
-/* Give req its answer and resume its connection (lock held). */
-static void serve_answer(struct serve_req *req, unsigned int status,
-			 const char *ctype, uint8_t *body, size_t len)
+/*
+ * Give req its answer (lock held). Its connection is resumed by
+ * serve_resume(), after the lock is dropped: libmicrohttpd takes a lock
+ * of its own there, and may hold it when it calls serve_completed(),
+ * which takes srv->lock.
+ */
+static void serve_answer(struct serve *srv, struct serve_req *req,
+			 unsigned int status, const char *ctype,
+			 uint8_t *body, size_t len)
 {
 	req->status = status;
 	req->ctype = ctype;
@@ -850,18 +859,38 @@ static void serve_answer(struct serve_req *req, unsigned int status,
 	req->win = NULL;
 	if (req->suspended) {
 		req->suspended = 0;
-		MHD_resume_connection(req->conn);
+		req->resume_next = srv->resume;
+		srv->resume = req;
 	}
 }
 
-static void serve_answer_text(struct serve_req *req, unsigned int status,
-			      const char *text)
+static void serve_answer_text(struct serve *srv, struct serve_req *req,
+			      unsigned int status, const char *text)
 {
 	char *body = NULL;
 	int n = asprintf(&body, "%s\n", text);
 
-	serve_answer(req, status, "text/plain; charset=utf-8",
+	serve_answer(srv, req, status, "text/plain; charset=utf-8",
 		     n < 0 ? NULL : (uint8_t *)body, n < 0 ? 0 : n);
+}
+
+/*
+ * Resume the connections answered (lock not held). A suspended
+ * connection cannot end, so each request is still there until its
+ * connection is resumed.
+ */
+static void serve_resume(struct serve *srv)
+{
+	struct serve_req *r, *next;
+
+	pthread_mutex_lock(&srv->lock);
+	r = srv->resume;
+	srv->resume = NULL;
+	pthread_mutex_unlock(&srv->lock);
+	for (; r; r = next) {
+		next = r->resume_next;
+		MHD_resume_connection(r->conn);
+	}
 }
 
 /* The finished profile of w into a gzipped buffer; 0 or -errno. */
@@ -954,6 +983,11 @@ static void *serve_finisher(void *arg)
 		size_t len = 0;
 		int ret;
 
+		if (srv->resume) {
+			pthread_mutex_unlock(&srv->lock);
+			serve_resume(srv);
+			pthread_mutex_lock(&srv->lock);
+		}
 		while (!srv->ready && !srv->stopping)
 			pthread_cond_wait(&srv->cond, &srv->lock);
 		w = srv->ready;
@@ -975,7 +1009,7 @@ static void *serve_finisher(void *arg)
 		}
 		if (srv->stopping || !w->req) {
 			if (w->req)
-				serve_answer_text(w->req,
+				serve_answer_text(srv, w->req,
 						  MHD_HTTP_SERVICE_UNAVAILABLE,
 						  "the server is stopping");
 			srv->active--;
@@ -986,10 +1020,10 @@ static void *serve_finisher(void *arg)
 		ret = serve_build(srv, w, &body, &len);
 		pthread_mutex_lock(&srv->lock);
 		if (w->req && !ret)
-			serve_answer(w->req, MHD_HTTP_OK,
+			serve_answer(srv, w->req, MHD_HTTP_OK,
 				     "application/octet-stream", body, len);
 		else if (w->req)
-			serve_answer_text(w->req,
+			serve_answer_text(srv, w->req,
 					  MHD_HTTP_INTERNAL_SERVER_ERROR,
 					  ret == -ENOMEM ?
 					  "out of memory building the profile" :
@@ -1000,6 +1034,7 @@ static void *serve_finisher(void *arg)
 		serve_win_free(w);
 	}
 	pthread_mutex_unlock(&srv->lock);
+	serve_resume(srv);
 	return NULL;
 }
 
@@ -1451,16 +1486,19 @@ static void serve_shutdown(struct serve *srv, pthread_t reader,
 	while ((w = srv->open)) {
 		srv->open = w->next;
 		if (w->req)
-			serve_answer_text(w->req, MHD_HTTP_SERVICE_UNAVAILABLE,
+			serve_answer_text(srv, w->req,
+					  MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "the server is stopping");
 		srv->active--;
 		serve_win_free(w);
 	}
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
+	serve_resume(srv);
 	serve_wake(srv);
 	pthread_join(reader, NULL);
 	pthread_join(finisher, NULL);
+	serve_resume(srv);
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 2;
