@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -880,6 +881,55 @@ TEST_F(srv, rotating_files)
 	EXPECT_GE(15000000000LL, total);
 	EXPECT_LE(sum_b * 25 / 10, sum_a);
 	EXPECT_GE(sum_b * 35 / 10, sum_a);
+}
+
+/* libmicrohttpd on a Unix socket, as --unix gives it */
+TEST(unix_socket)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	static const char req[] =
+		"GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	int lfd, fd, rec[2], st = -1;
+	struct resp r;
+	pid_t child;
+
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/plabel-serve-%d.sock",
+		 (int)getpid());
+	unlink(sun.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&sun, sizeof(sun)));
+	ASSERT_EQ(0, listen(lfd, 4));
+	ASSERT_EQ(0, pipe(rec));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		struct plabel_serve_cfg cfg = {
+			.max_seconds = 5,
+			.max_requests = 8,
+		};
+
+		close(rec[1]);
+		_exit(plabel_serve_run(&cfg, rec[0], lfd, "unix"));
+	}
+	close(lfd);
+	close(rec[0]);
+	usleep(300000);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&sun, sizeof(sun)));
+	ASSERT_EQ(0, write_all(fd, req, sizeof(req) - 1));
+	ASSERT_EQ(0, read_resp(fd, &r));
+	close(fd);
+	EXPECT_EQ(200, r.status);
+	free(r.body);
+	kill(child, SIGTERM);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	close(rec[1]);
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	unlink(sun.sun_path);
 }
 
 TEST_HARNESS_MAIN
