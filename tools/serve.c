@@ -775,6 +775,30 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 	}
 }
 
+/*
+ * How long the reader may sleep: PLABEL_SERVE_POLL_MS, or until the
+ * first window can be settled, so that its answer is not held up.
+ */
+static int serve_poll_ms(struct serve *srv)
+{
+	uint64_t now = serve_now_ns(), first = UINT64_MAX;
+	struct serve_win *w;
+	int ms = PLABEL_SERVE_POLL_MS;
+
+	pthread_mutex_lock(&srv->lock);
+	for (w = srv->open; w; w = w->next)
+		if (w->end_ns + PLABEL_SERVE_SETTLE_MARGIN_NS < first)
+			first = w->end_ns + PLABEL_SERVE_SETTLE_MARGIN_NS;
+	pthread_mutex_unlock(&srv->lock);
+	if (first != UINT64_MAX) {
+		uint64_t left = first > now ? first - now : 0;
+
+		if (left / 1000000 + 1 < (uint64_t)ms)
+			ms = left / 1000000 + 1;
+	}
+	return ms < 10 ? 10 : ms;	/* never a busy loop */
+}
+
 static void *serve_reader(void *arg)
 {
 	struct serve *srv = arg;
@@ -795,7 +819,7 @@ static void *serve_reader(void *arg)
 		ssize_t n = 0;
 		char drain[64];
 
-		if (poll(p, 2, PLABEL_SERVE_POLL_MS) < 0 && errno != EINTR)
+		if (poll(p, 2, serve_poll_ms(srv)) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & POLLIN)
 			while (read(srv->wake[0], drain, sizeof(drain)) > 0)
