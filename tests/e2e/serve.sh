@@ -82,22 +82,27 @@ while ! grep -q ready "$E2E_OUT/alt.log" && [ $i -lt 200 ]; do
 done
 sleep 1	# the label sets went by before any window opens
 
-# two go tool pprof fetches at once
-go tool pprof -proto "$URL/profile?seconds=4" >"$E2E_OUT/p1.pb.gz" \
-	2>"$E2E_OUT/p1.err" &
-f1=$!
-go tool pprof -proto "$URL/profile?seconds=3" >"$E2E_OUT/p2.pb.gz" \
-	2>"$E2E_OUT/p2.err"
-rc2=$?
-wait $f1
-rc1=$?
-sed 's/^/# /' "$E2E_OUT/p1.err"
+# two go tool pprof fetches at once. A host stall longer than the
+# sampler makes up for can push one window's split off; a second pair is
+# fetched before the check fails (a labeling error fails both).
+for round in 1 2; do
+	go tool pprof -proto "$URL/profile?seconds=4" >"$E2E_OUT/p1.pb.gz" \
+		2>"$E2E_OUT/p1.err" &
+	f1=$!
+	go tool pprof -proto "$URL/profile?seconds=3" >"$E2E_OUT/p2.pb.gz" \
+		2>"$E2E_OUT/p2.err"
+	rc2=$?
+	wait $f1
+	rc1=$?
+	sed 's/^/# /' "$E2E_OUT/p1.err"
+	s1=$(alpha_share "$E2E_OUT/p1.pb.gz")
+	s2=$(alpha_share "$E2E_OUT/p2.pb.gz")
+	echo "# round $round: alpha's share $s1% and $s2% (75% wanted)"
+	e2e_between "$s1" 67 83 && e2e_between "$s2" 67 83 && break
+done
 t_ok "go tool pprof fetched profile?seconds=4" test "$rc1" = 0 -a -s "$E2E_OUT/p1.pb.gz"
 t_ok "a second fetch at the same time" test "$rc2" = 0 -a -s "$E2E_OUT/p2.pb.gz"
 e2e_pprof -tags "$E2E_OUT/p1.pb.gz" | sed 's/^/# /'
-s1=$(alpha_share "$E2E_OUT/p1.pb.gz")
-s2=$(alpha_share "$E2E_OUT/p2.pb.gz")
-echo "# alpha's share: $s1% and $s2% (75% wanted)"
 t_ok "window 1: alpha's share of the labeled CPU time 75% within 8 points" \
 	e2e_between "$s1" 67 83
 t_ok "window 2: alpha's share 75% within 8 points" e2e_between "$s2" 67 83
@@ -107,6 +112,7 @@ t_ok "burn_alpha under worker=alpha (mappings kept from before the window)" \
 	sh -c 'echo "$1" | grep -q " burn_alpha$"' - "$top_a"
 t_ok "no burn_beta under worker=alpha" \
 	sh -c '! echo "$1" | grep -q " burn_beta$"' - "$top_a"
+e2e_pprof -raw "$E2E_OUT/p1.pb.gz" | grep '^Comment' | sed 's/^/# /'
 secs=$(e2e_pprof -raw "$E2E_OUT/p1.pb.gz" | sed -n 's/^Duration: *//p')
 echo "# duration: $secs"
 t_ok "the profile's duration is the window's" \
