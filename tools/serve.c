@@ -27,10 +27,10 @@
  *    or SIGTERM (every thread blocks them) and stops the rest in order.
  *  - the reader: the only reader of /dev/plabel; keeps the state log,
  *    feeds each open window what it asked for, and hands windows whose
- *    time is over (and whose records have all come) to the finisher.
- *  - the finisher: builds, encodes and compresses the profiles, which can
- *    take a while (symbols), away from the reader, so the kernel's rings
- *    keep being emptied meanwhile.
+ *    time is over (and whose records have all come) to the finishers.
+ *  - the finishers (PLABEL_SERVE_FINISHERS): build, encode and compress
+ *    the profiles, which can take a while (symbols), away from the
+ *    reader, so the kernel's rings keep being emptied meanwhile.
  *  - libmicrohttpd's one internal polling thread (poll()): a request's
  *    handler only parses the query, registers a window and suspends the
  *    connection, so one thread serves every connection; unlike a thread
@@ -39,7 +39,7 @@
  *
  * Lock: srv->lock guards the window lists, every request's state and the
  * counters; the reader holds it while it feeds the windows, the handlers
- * while they add one, the finisher only to take one and to hand its
+ * while they add one, a finisher only to take one and to hand its
  * result back. The state log and the read buffer are the reader's alone.
  * A suspended connection is resumed once its result is there, with the
  * lock dropped (serve_answer()); all are resumed before the daemon stops,
@@ -91,6 +91,12 @@
 /* a window is finished this long after its end even if not settled */
 #define PLABEL_SERVE_LATE_NS	10000000000ULL
 #define PLABEL_SERVE_POLL_MS	250
+/*
+ * Threads building profiles: each window has its own collector and
+ * symbols, so they build side by side, and a window whose programs take
+ * long to symbolize does not hold up the others' answers.
+ */
+#define PLABEL_SERVE_FINISHERS	4
 #define PLABEL_SERVE_PRUNE_NS	10000000000ULL
 /* bytes of THREAD records kept for threadcreate; then the oldest half go */
 #define PLABEL_SERVE_THREAD_LOG	(32U << 20)
@@ -1500,10 +1506,11 @@ static void serve_log_free(struct serve_log *log)
  * sent); the daemon stops once the answers are out (2 s at most).
  */
 static void serve_shutdown(struct serve *srv, pthread_t reader,
-			   pthread_t finisher)
+			   const pthread_t *finishers, unsigned int nfin)
 {
 	struct serve_win *w;
 	struct timespec until;
+	unsigned int i;
 
 	pthread_mutex_lock(&srv->lock);
 	srv->stopping = 1;
@@ -1521,7 +1528,8 @@ static void serve_shutdown(struct serve *srv, pthread_t reader,
 	serve_resume(srv);
 	serve_wake(srv);
 	pthread_join(reader, NULL);
-	pthread_join(finisher, NULL);
+	for (i = 0; i < nfin; i++)
+		pthread_join(finishers[i], NULL);
 	serve_resume(srv);
 
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -1640,7 +1648,8 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 {
 	static struct serve srv_s;
 	struct serve *srv = &srv_s;
-	pthread_t reader, finisher;
+	pthread_t reader, finishers[PLABEL_SERVE_FINISHERS];
+	unsigned int nfin = 0, i;
 	sigset_t sigs, old;
 	int status = 1;
 
@@ -1674,7 +1683,12 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		fprintf(stderr, "plabel serve: cannot start a thread\n");
 		goto out_mask;
 	}
-	if (pthread_create(&finisher, NULL, serve_finisher, srv)) {
+	for (i = 0; i < PLABEL_SERVE_FINISHERS; i++) {
+		if (pthread_create(&finishers[i], NULL, serve_finisher, srv))
+			break;
+		nfin++;
+	}
+	if (!nfin) {
 		fprintf(stderr, "plabel serve: cannot start a thread\n");
 		pthread_mutex_lock(&srv->lock);
 		srv->stopping = 1;
@@ -1687,7 +1701,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		srv->every_ns = cfg->every_ns;
 		srv->out_dir = cfg->out_dir;
 		serve_rotate(srv, cfg, &sigs);
-		serve_shutdown(srv, reader, finisher);
+		serve_shutdown(srv, reader, finishers, nfin);
 		status = srv->fatal || srv->files_failed ? 1 : 0;
 		goto out_mask;
 	}
@@ -1713,7 +1727,8 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		pthread_mutex_unlock(&srv->lock);
 		serve_wake(srv);
 		pthread_join(reader, NULL);
-		pthread_join(finisher, NULL);
+		for (i = 0; i < nfin; i++)
+			pthread_join(finishers[i], NULL);
 		goto out_mask;
 	}
 	listen_fd = -1;	/* the daemon's now */
@@ -1725,7 +1740,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		if (sig == SIGINT || sig == SIGTERM)
 			break;
 	}
-	serve_shutdown(srv, reader, finisher);
+	serve_shutdown(srv, reader, finishers, nfin);
 	status = srv->fatal ? 1 : 0;
 
 out_mask:
