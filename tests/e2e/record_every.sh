@@ -33,16 +33,29 @@ ntc=$(ls "$D" | grep -c '^threadcreate-[0-9]\{8\}T[0-9]\{6\}\.pb\.gz$')
 t_ok "four cpu-YYYYmmddTHHMMSS.pb.gz (2+2+2+1 s)" test "$ncpu" = 4
 t_ok "four threadcreate-YYYYmmddTHHMMSS.pb.gz" test "$ntc" = 4
 t_ok "a line for each written" test "$(grep -c 'plabel: wrote' "$D.log")" = 4
+# share FILE..: alpha's percentage of the labeled CPU time (of the files
+# merged, as go tool pprof merges them)
+share() {
+	_f1=$1
+	shift
+	_a=$(e2e_tag_pct "$_f1" worker alpha "$@")
+	_b=$(e2e_tag_pct "$_f1" worker beta "$@")
+	awk -v a="${_a:-0}" -v b="${_b:-0}" \
+		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -1) }'
+}
+# Each interval has both labels, alpha's the larger share; one or two
+# host stalls in a second or two of emulated CPU time can move it by more
+# than the whole run's 8 points, so the 75% is checked on them all.
 k=0
 for f in "$D"/cpu-*.pb.gz; do
 	k=$((k + 1))
-	a=$(e2e_tag_pct "$f" worker alpha)
-	b=$(e2e_tag_pct "$f" worker beta)
-	s=$(awk -v a="${a:-0}" -v b="${b:-0}" \
-		'BEGIN { print (a + b > 0 ? 100 * a / (a + b) : -1) }')
+	s=$(share "$f")
 	echo "# $(basename "$f"): alpha's share $s%"
-	t_ok "interval $k: alpha's share 75% within 8 points" e2e_between "$s" 67 83
+	t_ok "interval $k: both labels, alpha's share the larger" e2e_between "$s" 50 95
 done
+s=$(share "$D"/cpu-*.pb.gz)
+echo "# all intervals: alpha's share $s%"
+t_ok "all intervals: alpha's share 75% within 8 points" e2e_between "$s" 67 83
 kill "$alt" 2>/dev/null
 wait "$alt" 2>/dev/null
 
