@@ -46,11 +46,15 @@ share() {
 # Each interval has both labels, alpha's the larger share; one or two
 # host stalls in a second or two of emulated CPU time can move it by more
 # than the whole run's 8 points, so the 75% is checked on them all.
+# The last interval, cut to 1 s by --duration, is shown, not checked: in
+# two runs out of three its second of emulated CPU split off by 20 to 30
+# points.
 k=0
 for f in "$D"/cpu-*.pb.gz; do
 	k=$((k + 1))
 	s=$(share "$f")
 	echo "# $(basename "$f"): alpha's share $s%"
+	[ "$k" -lt "$ncpu" ] || continue
 	t_ok "interval $k: both labels, alpha's share the larger" e2e_between "$s" 50 95
 done
 s=$(share "$D"/cpu-*.pb.gz)
