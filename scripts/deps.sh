@@ -16,6 +16,7 @@ PKGS="
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd debootstrap
 	protobuf-c-compiler libprotobuf-c-dev
 	libunwind-dev libdw-dev libelf-dev zlib1g-dev pkg-config
+	libmicrohttpd-dev curl
 	golang-go graphviz strace
 	clang libclang-rt-14-dev
 "

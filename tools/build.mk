@@ -11,7 +11,7 @@ TOOLS_OBJS	:= $(patsubst tools/%.c,$(B)/tools/%.o,$(TOOLS_SRCS))
 TOOLS_LIB_OBJS	:= $(filter-out $(B)/tools/main.o,$(TOOLS_OBJS))
 TOOLS_LIB	:= $(B)/tools/libplabeltool.a
 TOOLS_LDLIBS	:= $(PROTO_LDLIBS) -lprotobuf-c -lz -ldw -lelf \
-		   -lunwind-x86_64 -lunwind -lpthread
+		   -lunwind-x86_64 -lunwind -lmicrohttpd -lpthread
 PLABEL_BIN	:= $(B)/bin/plabel
 
 # The one place the version is kept: VERSION at the top of the tree.

@@ -22,6 +22,10 @@ static void plabel_usage(FILE *f)
 	      "                 text view of a profile\n"
 	      "  run -l KEY=VALUE [-l ..] [--replace] -- CMD ARGS..\n"
 	      "                 run CMD with those labels added to its own\n"
+	      "  serve [--listen HOST:PORT | --unix PATH] [-a | -p PID[,PID..]]\n"
+	      "        [-F HZ] [-g fp|dwarf] [--max-seconds N] [--max-requests N]\n"
+	      "        [--sanitize-labels] [--allow-remote]\n"
+	      "                 serve labeled profiles over HTTP (Go's pprof paths)\n"
 	      "  help COMMAND   show a command's options\n"
 	      "\n"
 	      "  --version      show plabel's version\n"
@@ -36,6 +40,8 @@ static int plabel_help(const char *cmd)
 		plabel_record_usage(stdout);
 	} else if (!strcmp(cmd, "run")) {
 		plabel_run_usage(stdout);
+	} else if (!strcmp(cmd, "serve")) {
+		plabel_serve_usage(stdout);
 	} else if (!strcmp(cmd, "report")) {
 		static char name[] = "report";
 		char *av[] = { name, help, NULL };
@@ -64,6 +70,8 @@ int main(int argc, char **argv)
 		return plabel_cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return plabel_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return plabel_cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
 		printf("plabel %s\n", PLABEL_VERSION);
 		return 0;

@@ -33,6 +33,8 @@
 #include "collect.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
+#include "serve.h"
+#include "session.h"
 
 #define PLABEL_READ_BUF		(4U << 20)
 
@@ -71,6 +73,8 @@ void plabel_record_usage(FILE *f)
 {
 	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     [--no-process-labels] [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
+	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
+	      "                     -a | -p PID[,PID..]\n"
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
 	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
@@ -95,6 +99,10 @@ void plabel_record_usage(FILE *f)
 	      "      --duration S       stop after S seconds (decimals allowed;\n"
 	      "                         CMD, if still running, gets SIGTERM)\n"
 	      "      --no-process-labels  no process and thread name labels\n"
+	      "      --every T          one profile of each kind per T (S, Ss, Mm or\n"
+	      "                         Hh) as DIR/cpu-YYYYmmddTHHMMSS.pb.gz and\n"
+	      "                         DIR/threadcreate-..., stamped with the\n"
+	      "                         interval's start (UTC); memory stays bounded\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
@@ -111,45 +119,6 @@ static uint64_t plabel_now_ns(void)
 static double plabel_now(void)
 {
 	return plabel_now_ns() / 1e9;
-}
-
-static int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
-{
-	const char *p = arg;
-
-	*n = 0;
-	while (*p) {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (errno || end == p || v <= 0 || v > INT32_MAX ||
-		    (*end && *end != ','))
-			return -EINVAL;
-		if (*n == PLABEL_MAX_PIDS)
-			return -E2BIG;
-		pids[(*n)++] = v;
-		p = *end ? end + 1 : end;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
-static const char *plabel_start_err(int err)
-{
-	switch (err) {
-	case EPERM:
-	case EACCES:
-		return "recording needs CAP_PERFMON or root";
-	case EBUSY:
-		return "another recording session is running";
-	case ESRCH:
-		return "no such process";
-	case EINVAL:
-		return "the module rejected the session's settings (is -F above kernel.plabel.sample_hz's limit?)";
-	default:
-		return strerror(err);
-	}
 }
 
 /*
@@ -617,6 +586,86 @@ static void plabel_check_tmpdir(void)
 		dir, strerror(err));
 }
 
+/* --every: "S", "Ss", "Mm" or "Hh" into ns, 1 s at least. 0 or -EINVAL. */
+static int plabel_parse_every(const char *arg, uint64_t *ns)
+{
+	unsigned long v;
+	uint64_t unit = 1000000000ULL;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!strcmp(end, "m"))
+		unit *= 60;
+	else if (!strcmp(end, "h"))
+		unit *= 3600;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	if (errno || !v || v > 1000000)
+		return -EINVAL;
+	*ns = v * unit;
+	return 0;
+}
+
+/*
+ * record --every: the session's records go through serve's windows, one
+ * per interval back to back, each written to its files when its records
+ * have come (serve.h). fd is closed.
+ */
+static int plabel_record_every(int fd, const char *dir, uint64_t every,
+			       int all, const int32_t *pids, uint32_t npids,
+			       unsigned long hz, uint32_t callchain,
+			       double duration)
+{
+	struct plabel_session_opts so = {
+		.target = all ? PLABEL_TARGET_ALL : PLABEL_TARGET_PIDS,
+		.callchain = callchain,
+		.hz = hz,
+		.pids = pids,
+		.npids = npids,
+	};
+	struct plabel_serve_cfg cfg = {
+		.hz = hz,
+		.every_ns = every,
+		.out_dir = dir,
+		.duration_ns = (uint64_t)(duration * 1e9),
+		.watch = pids,
+		.nwatch = all ? 0 : npids,
+	};
+	int ret, status;
+
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "plabel record: cannot create %s: %s\n", dir,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	if (access(dir, W_OK)) {
+		fprintf(stderr, "plabel record: cannot write in %s: %s\n", dir,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	ret = plabel_session_start(fd, &so);
+	if (ret) {
+		fprintf(stderr, "plabel record: cannot start recording: %s\n",
+			plabel_start_err(-ret));
+		close(fd);
+		return 1;
+	}
+	fprintf(stderr, "plabel: recording started (%s), a profile every %.0f s in %s\n",
+		all ? "every process" : npids == 1 ? "1 process" :
+		"the processes given", every / 1e9, dir);
+	status = plabel_serve_run(&cfg, fd, -1, NULL);
+	if (ioctl(fd, PLABEL_IOC_SESSION_STOP) && errno != EINVAL)
+		fprintf(stderr, "plabel record: stopping the session: %s\n",
+			strerror(errno));
+	close(fd);
+	return status;
+}
+
 int plabel_cmd_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -627,11 +676,12 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'D' },
 		{ "no-process-labels", no_argument, NULL, 'N' },
+		{ "every", required_argument, NULL, 'E' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct plabel_session_start_args sa;
+	struct plabel_session_opts so;
 	struct plabel_rec_state st = { .fd = -1 };
 	struct sigaction act, old_int, old_term, old_chld;
 	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
@@ -644,6 +694,7 @@ int plabel_cmd_record(int argc, char **argv)
 	int watch = 0;	/* -p without CMD: ends when they have exited */
 	int names = 1;	/* process and thread labels */
 	double duration = 0, deadline = 0;
+	uint64_t every = 0;
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -658,20 +709,14 @@ int plabel_cmd_record(int argc, char **argv)
 
 		switch (c) {
 		case 'F':
-			errno = 0;
-			hz = strtoul(optarg, &end, 10);
-			if (errno || *end || !hz || hz > PLABEL_MAX_SAMPLE_HZ) {
+			if (plabel_parse_hz(optarg, &hz)) {
 				fprintf(stderr, "plabel record: bad frequency '%s': the module samples at 1..%d Hz\n",
 					optarg, PLABEL_MAX_SAMPLE_HZ);
 				return 2;
 			}
 			break;
 		case 'g':
-			if (!strcmp(optarg, "fp")) {
-				callchain = PLABEL_CALLCHAIN_FP;
-			} else if (!strcmp(optarg, "dwarf")) {
-				callchain = PLABEL_CALLCHAIN_DWARF;
-			} else {
+			if (plabel_parse_callchain(optarg, &callchain)) {
 				fprintf(stderr, "plabel record: bad call graph mode '%s' (fp or dwarf)\n",
 					optarg);
 				return 2;
@@ -704,6 +749,13 @@ int plabel_cmd_record(int argc, char **argv)
 		case 'N':
 			names = 0;
 			break;
+		case 'E':
+			if (plabel_parse_every(optarg, &every)) {
+				fprintf(stderr, "plabel record: bad interval '%s' (1s or more, as S, Ss, Mm or Hh)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'V':
 			printf("plabel %s\n", PLABEL_VERSION);
 			return 0;
@@ -717,6 +769,11 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv + optind;
+	if (every && (cmd || (!all && !npids))) {
+		fprintf(stderr, "plabel record: --every needs -a or -p PIDS (and no CMD)\n");
+		plabel_record_usage(stderr);
+		return 2;
+	}
 	if (all && npids) {
 		fprintf(stderr, "plabel record: give -a or -p PIDS, not both\n");
 		plabel_record_usage(stderr);
@@ -742,6 +799,9 @@ int plabel_cmd_record(int argc, char **argv)
 	st.fd = plabel_open_device();
 	if (st.fd < 0)
 		return 1;
+	if (every)
+		return plabel_record_every(st.fd, dir, every, all, pids, npids,
+					   hz, callchain, duration);
 	if (plabel_prepare_dir(dir)) {
 		close(st.fd);
 		return 1;
@@ -814,23 +874,17 @@ int plabel_cmd_record(int argc, char **argv)
 		}
 	}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.size = sizeof(sa);
-	sa.target = all ? PLABEL_TARGET_ALL :
+	so.target = all ? PLABEL_TARGET_ALL :
 		    watch || pids[0] != child ? PLABEL_TARGET_PIDS :
 		    PLABEL_TARGET_TREE;
-	sa.callchain = callchain;
-	sa.sample_hz = hz;
-	sa.record = PLABEL_RECORD_KERNEL;
-	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
-		sa.record |= plabel_kinds[i].record_flag;
-	if (!all) {
-		sa.pids = (uintptr_t)pids;
-		sa.npids = npids;
-	}
-	if (ioctl(st.fd, PLABEL_IOC_SESSION_START, &sa)) {
+	so.callchain = callchain;
+	so.hz = hz;
+	so.pids = pids;
+	so.npids = npids;
+	ret = plabel_session_start(st.fd, &so);
+	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",
-			plabel_start_err(errno));
+			plabel_start_err(-ret));
 		goto err_child;
 	}
 	ret = plabel_worker_start(&st);

@@ -8,7 +8,7 @@
 E2E_NAME=cli
 . tests/e2e/lib/common.sh
 
-for c in record report run; do
+for c in record report run serve; do
 	t_ok "plabel $c --help" sh -c '"$1" "$2" --help | grep -q "^usage: plabel $2"' - "$PLABEL" "$c"
 	t_ok "plabel help $c" sh -c '"$1" help "$2" | grep -q "^usage: plabel $2"' - "$PLABEL" "$c"
 done
@@ -16,6 +16,8 @@ t_ok "no command: exit 2" sh -c '"$1" 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "record -g bad: exit 2" sh -c '"$1" record -g bad -a 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "record -F 0: exit 2" sh -c '"$1" record -F 0 -a 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "record without target: exit 2" sh -c '"$1" record 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
+t_ok "serve -F 0: exit 2" sh -c '"$1" serve -F 0 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
+t_ok "serve --max-requests 0: exit 2" sh -c '"$1" serve --max-requests 0 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "run without labels: exit 2" sh -c '"$1" run -- true 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "run -l novalue: exit 2" sh -c '"$1" run -l novalue -- true 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 

@@ -4,7 +4,7 @@
 # `plabel CMD --help` and `plabel help CMD` print exactly the texts
 # Documentation/tools.rst shows (the literal block after ".. help: CMD"),
 # and the top-level usage lists every command; on a host without the
-# module, record and run fail with the one clear message. Installed as
+# module, record, run and serve fail with the one clear message. Installed as
 # build/tests/unit/tools_help_check; runs from the checkout.
 here=$(cd "$(dirname "$0")" && pwd)
 for d in "$here/../../.." "$here/../.." .; do
@@ -28,7 +28,7 @@ doc_help() {
 		sed -e '1{/^$/d}' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
-for c in record run; do
+for c in record run serve; do
 	doc_help "$c" >"$tmp/doc"
 	if [ ! -s "$tmp/doc" ]; then
 		t_fail "$c: documented" "no '.. help: $c' block in Documentation/tools.rst"
@@ -47,7 +47,7 @@ done
 "$PLABEL" help report >"$tmp/rep" 2>&1
 t_ok "plabel help report" grep -q "^usage: plabel report" "$tmp/rep"
 "$PLABEL" --help >"$tmp/top"
-for c in record report run; do
+for c in record report run serve; do
 	t_ok "plabel --help lists $c" grep -q "^  $c " "$tmp/top"
 done
 
@@ -60,9 +60,11 @@ no_module() {
 if [ -e /dev/plabel ]; then
 	t_skip "record without the module" "/dev/plabel exists here"
 	t_skip "run without the module" "/dev/plabel exists here"
+	t_skip "serve without the module" "/dev/plabel exists here"
 else
 	t_ok "record without the module" no_module record -o "$tmp/out" -- true
 	t_ok "run without the module" no_module run -l k=v -- true
+	t_ok "serve without the module" no_module serve --listen 127.0.0.1:0
 	t_ok "no output directory made without the module" test ! -e "$tmp/out"
 fi
 t_done
