@@ -45,6 +45,7 @@ include libplabel/build.mk
 include tools/build.mk
 include examples/build.mk
 include bench/bench.mk
+include Documentation/man/build.mk
 include tests/build.mk
 
 all: kmod $(ALL_TARGETS)

@@ -18,6 +18,8 @@ PKGS="
 	libunwind-dev libdw-dev libelf-dev zlib1g-dev pkg-config
 	golang-go graphviz strace
 	clang libclang-rt-14-dev
+	python3-docutils man-db
+	debhelper dh-dkms dkms dpkg-dev fakeroot lintian udev
 "
 
 missing=
