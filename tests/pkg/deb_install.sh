@@ -160,9 +160,13 @@ t_ok "thread creations under phase=spawn" \
 
 # --- manual pages -------------------------------------------------------------
 
-t_ok "man -w plabel-record" sh -c \
-	'[ "$(man -w plabel-record)" = /usr/share/man/man1/plabel-record.1.gz ]'
-for p in plabel plabel-record plabel-report plabel-run "3 plabel_do"; do
+for p in plabel plabel-record plabel-report plabel-run; do
+	t_ok "man -w $p" sh -c \
+		'[ "$(man -w "$1")" = "/usr/share/man/man1/$1.1.gz" ]' - "$p"
+done
+# (each page renders cleanly on the host: man_pages_check; groff is slow
+# under TCG, so two here: a command's and, through its link, the library's)
+for p in plabel-record "3 plabel_do"; do
 	# shellcheck disable=SC2086
 	MANPAGER=cat MANWIDTH=80 man $p >"$OUT/man.txt" 2>"$OUT/man.err"
 	rc=$?
