@@ -46,6 +46,12 @@ t_ok "no /dev/plabel before the packages" test ! -e /dev/plabel
 rm -f /usr/local/bin/plabel /usr/local/lib/libplabel* \
 	/usr/local/lib/pkgconfig/plabel.pc /usr/local/include/plabel.h \
 	/usr/local/include/plabel_uapi.h
+# The VM's /dev is a bare devtmpfs: a booted system also has the /dev/fd
+# links (systemd-tmpfiles makes them), which dkms's <(..) needs.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+for l in 0:stdin 1:stdout 2:stderr; do
+	[ -e "/dev/${l#*:}" ] || ln -s "/proc/self/fd/${l%%:*}" "/dev/${l#*:}"
+done
 # The guest sees the host's kernels: DKMS would build for the newest
 # installed one too (6.12 when 6.1 runs), doubling a build that takes
 # minutes under TCG. Its /boot/config-* are what DKMS looks for kernels
