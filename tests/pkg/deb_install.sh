@@ -105,18 +105,27 @@ t_ok "/dev/plabel mode 666 (Documentation/uapi.rst), got ${mode:-none}" \
 
 # The package's udev rule, run by udevd on an add event, gives the mode
 # back to a node that lost it.
+# (The command runs chrooted into the guest's root, and udevadm ignores
+# requests in a chroot unless SYSTEMD_IGNORE_CHROOT is set; should it
+# still refuse, the check is skipped, never passed.)
 if [ -x /lib/systemd/systemd-udevd ] && command -v udevadm >/dev/null; then
+	export SYSTEMD_IGNORE_CHROOT=1
 	chmod 0600 /dev/plabel
 	/lib/systemd/systemd-udevd --daemon --resolve-names=never \
 		>"$OUT/udevd.log" 2>&1
 	udevadm trigger --action=add --settle /sys/class/misc/plabel \
 		>>"$OUT/udevd.log" 2>&1
-	udevadm settle -t 30
+	udevadm settle -t 30 >>"$OUT/udevd.log" 2>&1
 	mode=$(stat -c %a /dev/plabel)
-	udevadm control --exit 2>/dev/null
+	udevadm control --exit >/dev/null 2>&1
+	unset SYSTEMD_IGNORE_CHROOT
 	sed 's/^/# udevd: /' "$OUT/udevd.log"
-	t_ok "udev rule: /dev/plabel back to 666 from 600, got $mode" \
-		test "$mode" = 666
+	if grep -q "Running in chroot" "$OUT/udevd.log"; then
+		t_skip "udev rule applied" "udevadm refuses to work in the chroot"
+	else
+		t_ok "udev rule: /dev/plabel back to 666 from 600, got $mode" \
+			test "$mode" = 666
+	fi
 	chmod 0666 /dev/plabel
 else
 	t_skip "udev rule applied" "no systemd-udevd"
