@@ -6,7 +6,8 @@
 #   make          module (for KDIR), library, tools, tests
 #   make check    every test; ends with "N passed, N failed, N skipped"
 #   make run      record the example and show its labeled profile
-#   make install  PREFIX=/usr/local DESTDIR=
+#   make install  PREFIX=/usr/local DESTDIR= (LIBDIR, MANDIR)
+#   make deb      Debian packages into build/deb/; make dkms-install (pkg.mk)
 #   make clean
 
 CC		?= cc
@@ -45,6 +46,8 @@ include libplabel/build.mk
 include tools/build.mk
 include examples/build.mk
 include bench/bench.mk
+include Documentation/man/build.mk
+include pkg.mk
 include tests/build.mk
 
 all: kmod $(ALL_TARGETS)

@@ -19,6 +19,8 @@ PKGS="
 	libmicrohttpd-dev curl
 	golang-go graphviz strace
 	clang libclang-rt-14-dev
+	python3-docutils man-db
+	debhelper dh-dkms dkms dpkg-dev fakeroot lintian udev
 "
 
 missing=

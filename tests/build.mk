@@ -56,12 +56,18 @@ $(B)/tests/kselftest/%: tests/kselftest/%.c $(KSFT_HDRS) $(wildcard tests/kselft
 # then the VM tests on each kernel (on the debug kernel the module's
 # kselftests); see tests/check.sh and Documentation/testing.rst. KERNELS'
 # default is in the Makefile.
+# The package tests (tests/pkg/, in a VM without the module) run on
+# PKG_KERNELS, by default 6.1 and 6.12 where KERNELS has them, with the
+# packages make deb builds first.
 HOST_ONLY	?=
+PKG_KERNELS	?= $(filter 6.1 6.12,$(KERNELS))
 CHECK_KMODS	:= $(if $(HOST_ONLY),,kmods $(if $(filter debug,$(KERNELS)),kmod-debug))
+CHECK_DEBS	:= $(if $(HOST_ONLY),,$(if $(strip $(PKG_KERNELS)),deb))
 
-check: all $(CHECK_KMODS)
+check: all $(CHECK_KMODS) $(CHECK_DEBS)
 	@B=$(B) HOST_TESTS="$(HOST_TESTS)" VM_TESTS="$(VM_TESTS)" \
-		KERNELS="$(KERNELS)" HOST_ONLY="$(HOST_ONLY)" tests/check.sh
+		KERNELS="$(KERNELS)" PKG_KERNELS="$(PKG_KERNELS)" \
+		HOST_ONLY="$(HOST_ONLY)" tests/check.sh
 
 # make check-debug: every VM test, the e2e scripts too, on the debugging
 # kernel alone (built and cached by scripts/build-debug-kernel on first use).

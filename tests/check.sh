@@ -10,7 +10,16 @@
 #      kernel log, no leak, rmmod, exit status) is one more test,
 #      build/check/vm-<kernel>.log. On the debug kernel only the module's
 #      kselftests run, unless DEBUG_E2E=1 (make check-debug).
-#   3. tests/summarize over all of them: the last line is
+#   3. for each kernel in $PKG_KERNELS (default: 6.1 and 6.12 where
+#      $KERNELS has them), unless HOST_ONLY=1: a fresh VM with no plabel
+#      module loaded (PLABEL_KMOD=none) runs $PKG_TESTS (default
+#      tests/pkg/*.sh: install the packages `make deb` built in
+#      build/deb/, DKMS builds the module, ...), logs in
+#      build/check/pkg-<kernel>/, the VM run itself one more test,
+#      build/check/pkg-<kernel>.log. PLABEL_PKG_TIMEOUT (seconds per
+#      test, default 1200) bounds them: a DKMS build under TCG takes
+#      minutes.
+#   4. tests/summarize over all of them: the last line is
 #      "N passed, N failed, N skipped"; exit status 1 on any failure.
 #
 # PLABEL_TEST_TIMEOUT (seconds per test program, default 300, twice that on
@@ -38,6 +47,14 @@ programs() {
 [ -n "${HOST_TESTS+x}" ] || HOST_TESTS=$(programs "$B"/tests/unit/*)
 [ -n "${VM_TESTS+x}" ] || VM_TESTS=$(programs "$B"/tests/kselftest/*)
 [ -n "${E2E_TESTS+x}" ] || E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
+[ -n "${PKG_TESTS+x}" ] || PKG_TESTS=$(ls tests/pkg/*.sh 2>/dev/null)
+if [ -z "${PKG_KERNELS+x}" ]; then
+	PKG_KERNELS=
+	for k in $KERNELS; do
+		case $k in 6.1|6.12) PKG_KERNELS="$PKG_KERNELS $k" ;; esac
+	done
+fi
+pkg_limit=${PLABEL_PKG_TIMEOUT:-1200}
 
 export PLABEL_TEST_TIMEOUT=$limit
 rm -rf "$C"
@@ -81,52 +98,73 @@ echo "check: host tests done in $((SECONDS - start)) s"
 
 # --- VM tests, one fresh VM per kernel ----------------------------------------
 
+# vm_run NAME KERNEL TESTS..: scripts/plabel-vm runs tests/vm/run-tests.sh
+# TESTS in a fresh VM on KERNEL (the environment passes PLABEL_* settings
+# on), logs in $C/NAME/; the VM's own verdict is the test $C/NAME.log.
+vm_run() {
+	local name=$1 k=$2 rc t log
+	shift 2
+	local out=$C/$name vlog=$C/$name.log
+	mkdir -p "$out"
+	PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
+		--timeout "$vm_limit" -- tests/vm/run-tests.sh \
+		"$@" 2>"$C/$name.stderr" | sed -u 's/^/  /'
+	rc=${PIPESTATUS[0]}
+	# The runner's verdict on the VM itself is one test: a kernel
+	# WARN or a failed rmmod fails it even when every test passed.
+	{
+		echo "TAP version 13"
+		echo "1..1"
+		sed 's/^/# /' "$C/$name.stderr"
+		case $rc in
+		0|1)
+			# 1: run-tests.sh counted failed tests (they
+			# are in their own logs); the VM was sound.
+			echo "ok 1 $name"
+			echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0" ;;
+		*)
+			echo "not ok 1 $name # plabel-vm exit status $rc"
+			echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0" ;;
+		esac
+	} >"$vlog"
+	sed 's/^/  /' "$C/$name.stderr"
+	logs+=("$vlog")
+	# Every test the VM should have run has a log; one that has
+	# none did not run (the VM died first) and counts as failed.
+	for t in "$@"; do
+		log=$out/$(basename "$t" .sh).log
+		[ -f "$log" ] || echo "# not run: the VM stopped before it" >"$log"
+		logs+=("$log")
+	done
+}
+
 if [ -z "$HOST_ONLY" ]; then
 	for k in $KERNELS; do
 		t0=$SECONDS
-		out=$C/vm-$k
-		vlog=$C/vm-$k.log
-		mkdir -p "$out"
 		e2e=$E2E_TESTS
 		[ "$k" != debug ] || [ -n "${DEBUG_E2E:-}" ] || e2e=
-		echo "check: VM tests on kernel $k ($(echo $VM_TESTS $e2e | wc -w) programs)"
+		# shellcheck disable=SC2086
+		set -- $VM_TESTS $e2e
+		# (run-tests.sh without arguments would run every test)
+		[ $# -gt 0 ] || continue
+		echo "check: VM tests on kernel $k ($# programs)"
 		# the debug kernel (KASAN, lockdep) runs each test a few times
 		# slower: twice the time per test program there
 		tlimit=$limit
 		[ "$k" != debug ] || tlimit=$((limit * 2))
-		# shellcheck disable=SC2086
-		PLABEL_TEST_TIMEOUT=$tlimit \
-		PLABEL_VM_QUIET=0 scripts/plabel-vm --kernel "$k" --out "$out" \
-			--timeout "$vm_limit" -- tests/vm/run-tests.sh \
-			$VM_TESTS $e2e 2>"$C/vm-$k.stderr" | sed -u 's/^/  /'
-		rc=${PIPESTATUS[0]}
-		# The runner's verdict on the VM itself is one test: a kernel
-		# WARN or a failed rmmod fails it even when every test passed.
-		{
-			echo "TAP version 13"
-			echo "1..1"
-			sed 's/^/# /' "$C/vm-$k.stderr"
-			case $rc in
-			0|1)
-				# 1: run-tests.sh counted failed tests (they
-				# are in their own logs); the VM was sound.
-				echo "ok 1 vm-$k"
-				echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0" ;;
-			*)
-				echo "not ok 1 vm-$k # plabel-vm exit status $rc"
-				echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0" ;;
-			esac
-		} >"$vlog"
-		sed 's/^/  /' "$C/vm-$k.stderr"
-		logs+=("$vlog")
-		# Every test the VM should have run has a log; one that has
-		# none did not run (the VM died first) and counts as failed.
-		for t in $VM_TESTS $e2e; do
-			log=$out/$(basename "$t" .sh).log
-			[ -f "$log" ] || echo "# not run: the VM stopped before it" >"$log"
-			logs+=("$log")
-		done
+		PLABEL_TEST_TIMEOUT=$tlimit vm_run "vm-$k" "$k" "$@"
 		echo "check: kernel $k done in $((SECONDS - t0)) s"
+	done
+	# The packages, on a machine without the module: the VM loads none.
+	for k in $PKG_KERNELS; do
+		# shellcheck disable=SC2086
+		set -- $PKG_TESTS
+		[ $# -gt 0 ] || break
+		t0=$SECONDS
+		echo "check: package tests on kernel $k, no module loaded at boot ($# programs)"
+		PLABEL_KMOD=none PLABEL_DEB_DIR=$B/deb \
+			PLABEL_TEST_TIMEOUT=$pkg_limit vm_run "pkg-$k" "$k" "$@"
+		echo "check: packages on kernel $k done in $((SECONDS - t0)) s"
 	done
 fi
 
