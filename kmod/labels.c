@@ -396,7 +396,6 @@ static struct plabel_set *plabel_set_build(const struct plabel_label *ul,
 	set->count = count;
 	set->bytes = size;
 	refcount_set(&set->refs, 1);
-	atomic_set(&set->emitted_gen, 0);
 	INIT_HLIST_NODE(&set->hnode);
 
 	p = (char *)&set->labels[count];
