@@ -74,11 +74,11 @@ struct plabel_set {
 	u32 count;		/* labels */
 	u32 bytes;		/* kernel memory it takes, for the quota */
 	/*
-	 * sample.c: per session slot, the generation of the last session in
-	 * that slot that wrote a LABELSET record of it (written only by that
-	 * session, READ_ONCE/WRITE_ONCE)
+	 * sample.c: bit i is set once the session in slot i wrote the set's
+	 * LABELSET record (set_bit(), any context); cleared for a slot
+	 * before a new session takes it (plabel_sets_forget_slot())
 	 */
-	u32 emitted_gen[PLABEL_MAX_SESSIONS];
+	unsigned long emitted;
 	struct rcu_head rcu;
 	/* labels.c private fields */
 	struct hlist_node hnode;	/* dedup table, under the intern lock */
@@ -132,6 +132,11 @@ void plabel_user_uncharge_task(struct plabel_user *u);
  */
 void plabel_set_put(struct plabel_set *set);
 long plabel_live_sets(void);
+/*
+ * Process context, with no session in slot: no set has been carried by a
+ * session in that slot.
+ */
+void plabel_sets_forget_slot(unsigned int slot);
 
 /* task.c */
 int plabel_task_init(void);

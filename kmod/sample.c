@@ -377,20 +377,18 @@ static u64 plabel_task_cpu_ns(u64 now)
 }
 
 /*
- * Labels first, when this session has not carried them yet. Only this
- * session writes its slot's entry; its CPUs may each write the record
- * once, which the reader takes as one.
+ * Labels first, when this session has not carried them yet: its slot's
+ * bit in the set. Its CPUs may each write the record once, which the
+ * reader takes as one.
  */
 static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 			     struct plabel_set *set)
 {
-	u32 *gen;
-
 	if (!set)
 		return 0;
-	gen = &set->emitted_gen[s->slot];
-	if (READ_ONCE(*gen) != s->gen && plabel_session_emit_labelset(s, r, set))
-		WRITE_ONCE(*gen, s->gen);
+	if (!test_bit(s->slot, &set->emitted) &&
+	    plabel_session_emit_labelset(s, r, set))
+		set_bit(s->slot, &set->emitted);
 	return set->id;
 }
 

@@ -52,7 +52,6 @@ static DEFINE_MUTEX(plabel_session_mutex);
 static LIST_HEAD(plabel_sessions);
 static DECLARE_BITMAP(plabel_slots, PLABEL_MAX_SESSIONS);
 static unsigned int plabel_nr_sessions;
-static atomic_t plabel_generation = ATOMIC_INIT(0);
 
 /* Each running session, under rcu_read_lock(). */
 #define plabel_for_each_session(s)	\
@@ -747,7 +746,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	struct plabel_session_start_args a;
 	struct plabel_session *s;
 	u32 usize, slot;
-	int ret, gen;
+	int ret;
 
 	if (!plabel_perfmon_file(file) || !perfmon_capable())
 		return -EPERM;
@@ -786,10 +785,8 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	ret = plabel_session_alloc_cpus(s);
 	if (ret)
 		goto err_unlock;
-	do {
-		gen = atomic_inc_return(&plabel_generation);
-	} while (!gen);
-	s->gen = gen;
+	/* what sessions in this slot before carried, this one has not */
+	plabel_sets_forget_slot(slot);
 	s->stream = (struct plabel_rec_stream) {
 		.hdr.type = PLABEL_REC_STREAM,
 		.hdr.size = sizeof(s->stream),
@@ -827,7 +824,7 @@ err_free:
 /*
  * Under plabel_session_mutex. The counters go first, then the hooks stop
  * seeing the session; after the grace period nothing writes to its rings
- * or to its slot of the sets' emitted_gen, and the slot may be taken
+ * or sets its slot's bit in a set's emitted, and the slot may be taken
  * again (under the same mutex, so not before this returns).
  */
 static void plabel_session_stop_locked(struct plabel_session *s)

@@ -18,16 +18,18 @@
  * options, counters (one perf event per CPU, an instance of the module's
  * multi-instance CPU hotplug state), rings, tick and reader. A running
  * session is on an RCU list (session.c) and holds one of
- * PLABEL_MAX_SESSIONS slots (its index into plabel_set.emitted_gen); the
+ * PLABEL_MAX_SESSIONS slots (its bit in plabel_set.emitted); the
  * tracepoint hooks walk the list under RCU, each overflow handler knows
  * only its own counter's session. Start, stop and release run under
  * plabel_session_mutex; a stop takes the session off the list and waits
  * for an RCU grace period before its slot is free again or it is freed.
  *
- * Lock order: plabel_session_mutex (start/stop/release) > the CPU hotplug
- * lock and cpuhp_state_mutex (taken inside cpuhp_state_add_instance() and
- * cpuhp_state_remove_instance(); the hotplug callbacks take none of
- * plabel's locks) > session->read_lock > mmap_lock of a scanned mm.
+ * Lock order: plabel_session_mutex (start/stop/release) > labels.c's
+ * plabel_intern_lock (plabel_sets_forget_slot() at start) and the CPU
+ * hotplug lock and cpuhp_state_mutex (taken inside
+ * cpuhp_state_add_instance() and cpuhp_state_remove_instance(); the
+ * hotplug callbacks take none of plabel's locks) > session->read_lock >
+ * mmap_lock of a scanned mm.
  * Nothing in interrupt context takes a lock.
  */
 #ifndef PLABEL_SESSION_H
@@ -124,8 +126,7 @@ struct plabel_session {
 	u64 period_ns;
 	u32 max_stack;
 	u32 stack_size;
-	u32 gen;		/* generation, for plabel_set.emitted_gen */
-	u32 slot;		/* plabel_set.emitted_gen index, while running */
+	u32 slot;		/* its bit in plabel_set.emitted, while running */
 	struct list_head node;	/* in the running list, session.c */
 	pid_t *pids;		/* PIDS: sorted */
 	u32 npids;

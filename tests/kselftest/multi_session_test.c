@@ -641,6 +641,51 @@ TEST(process_records_reach_every_session)
 	}
 }
 
+/*
+ * Every session carries the LABELSET record of a set it uses, whatever
+ * others carried: one that runs after another in the same slot, one
+ * started beside a session that has carried it already, and each of
+ * several rounds of them.
+ */
+TEST(each_session_carries_its_labelsets)
+{
+	struct su_stream st = { 0 };
+	int fd[2], round, i, unknown;
+	uint64_t id;
+	int ctl;
+
+	NEED_ROOT();
+	ctl = ms_open();
+	ASSERT_LE(0, ctl);
+	id = su_set_new(ctl, "carried", "again");
+	ASSERT_NE(0U, id);
+	ASSERT_EQ(0, su_labels_set(ctl, id));
+	for (round = 0; round < 3; round++) {
+		/* one alone (the first free slot), then one beside it */
+		fd[0] = ms_open();
+		fd[1] = ms_open();
+		ASSERT_LE(0, fd[0]);
+		ASSERT_LE(0, fd[1]);
+		ASSERT_EQ(0, ms_start_self(fd[0], PLABEL_CALLCHAIN_FP, 999));
+		su_burn_cpu(50000000);
+		ASSERT_EQ(0, ms_start_self(fd[1], PLABEL_CALLCHAIN_NONE, 999));
+		su_burn_cpu(50000000);
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, su_stop(fd[i]));
+			ASSERT_EQ(0, su_drain(fd[i], &st));
+			su_check(&st);
+			ASSERT_EQ(0, st.bad) TH_LOG("%s", st.why);
+			EXPECT_NE((size_t)-1, ms_labelset_off(&st, id))
+				TH_LOG("round %d, session %d", round, i);
+			EXPECT_LT(0, ms_labeled(&st, getpid(), id, &unknown));
+			EXPECT_EQ(0, unknown);
+			su_stream_free(&st);
+			close(fd[i]);
+		}
+	}
+	close(ctl);
+}
+
 /* --- starts and stops racing ------------------------------------------- */
 
 struct ms_racer {
