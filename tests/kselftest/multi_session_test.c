@@ -251,9 +251,12 @@ TEST(two_sessions_own_rates_and_targets)
 	EXPECT_EQ(0U, others_a);
 	EXPECT_EQ(0U, others_b);
 	EXPECT_LT(0U, children_b) TH_LOG("no samples of the TREE child");
-	/* their own call chain modes */
+	/*
+	 * their own call chain modes (a sample of an exiting task carries
+	 * no user state from 6.16 on: nearly all, not all, have a snapshot)
+	 */
 	EXPECT_EQ(0U, regs_a);
-	EXPECT_EQ(nb, regs_b);
+	EXPECT_LE(nb - nb / 10, regs_b);
 	/* their own rates: periods against the processes' CPU time */
 	ea = cpu1 / 5e6;
 	eb = cpu2 / 1e6;
