@@ -610,10 +610,6 @@ int plabel_labels_init(void)
 }
 
 /*
- * Module exit: every file is closed and every task entry is gone, so the
- * only sets left are on their way through RCU callbacks and the reap work.
- */
-/*
  * Under the intern lock every set in plabel_ids stays (removal takes it),
  * and the bit of a slot no session holds changes only here: a pass over
  * all sets, rescheduling as it goes.
@@ -633,6 +629,10 @@ void plabel_sets_forget_slot(unsigned int slot)
 	mutex_unlock(&plabel_intern_lock);
 }
 
+/*
+ * Module exit: every file is closed and every task entry is gone, so the
+ * only sets left are on their way through RCU callbacks and the reap work.
+ */
 void plabel_labels_exit(void)
 {
 	struct plabel_set *set;

@@ -5,7 +5,8 @@
  * The misc device /dev/plabel, ioctl dispatch, sysctls under kernel.plabel,
  * debugfs counters, and module init/exit.
  *
- * Lock order (see labels.c, task.c): pf->lock, then the intern lock. What
+ * Lock order (see labels.c, task.c, session.h): pf->lock, then the intern
+ * lock; the session mutex, then the intern lock. What
  * may run in interrupt context: plabel_set_lookup_rcu(), plabel_set_put()
  * and plabel_current_set_rcu(); everything in this file runs in process
  * context.
