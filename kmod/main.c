@@ -6,9 +6,9 @@
  * debugfs counters, and module init/exit.
  *
  * Lock order (see labels.c, task.c, session.h): pf->lock, then the intern
- * lock; the session mutex, then the intern lock. What
- * may run in interrupt context: plabel_set_lookup_rcu(), plabel_set_put()
- * and plabel_current_set_rcu(); everything in this file runs in process
+ * lock; the session mutex, then the intern lock. What may run in interrupt
+ * context: plabel_set_lookup_rcu(), plabel_set_put() and
+ * plabel_current_set_rcu(); everything in this file runs in process
  * context.
  */
 #include <linux/compat.h>
