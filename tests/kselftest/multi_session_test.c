@@ -4,9 +4,11 @@
  * target gets its own samples at its own rate; kernel.plabel.max_sessions
  * bounds how many run; a session whose reader stalls loses only its own
  * records, counted exactly, while another reads everything; thread, exec,
- * comm and label records reach every session that follows a process;
- * sessions starting and stopping while others run and processes come and
- * go; and the module's unload once the sessions' files are closed.
+ * comm and label records reach every session that follows a process, and
+ * each session carries its own LABELSET records; CPU hotplug under two
+ * sessions; sessions starting and stopping while others run and processes
+ * come and go; and the module's unload once the sessions' files are
+ * closed.
  */
 #include <sched.h>
 #include <signal.h>
@@ -687,6 +689,63 @@ TEST(each_session_carries_its_labelsets)
 		}
 	}
 	close(ctl);
+}
+
+/*
+ * CPU hotplug under two sessions: a CPU going offline loses both
+ * sessions' counters, and coming back gets one for each, at each rate.
+ */
+TEST(cpu_hotplug_with_two_sessions)
+{
+	const char *online = "/sys/devices/system/cpu/cpu1/online";
+	struct su_stream st[2] = { 0 };
+	uint64_t t_off, t_back, t_on;
+	int off_samples[2] = { 0 }, on_samples[2] = { 0 };
+	struct plabel_rec_header *h;
+	cpu_set_t set;
+	int fd[2], i;
+	size_t off;
+
+	NEED_ROOT();
+	if (su_read_num(online) != 1 || su_write_num(online, 1))
+		SKIP(return, "cpu1 cannot be taken offline here");
+	for (i = 0; i < 2; i++) {
+		fd[i] = ms_open();
+		ASSERT_LE(0, fd[i]);
+		ASSERT_EQ(0, ms_start_self(fd[i], i ? PLABEL_CALLCHAIN_DWARF :
+					   PLABEL_CALLCHAIN_FP,
+					   i ? 499 : 999));
+	}
+	ASSERT_EQ(0, su_write_num(online, 0));
+	t_off = su_now_ns();
+	su_burn_cpu(100000000);
+	t_back = su_now_ns();
+	ASSERT_EQ(0, su_write_num(online, 1));
+	t_on = su_now_ns();
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	su_burn_cpu(200000000);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, su_stop(fd[i]));
+		ASSERT_EQ(0, su_drain(fd[i], &st[i]));
+		su_check(&st[i]);
+		EXPECT_EQ(0, st[i].bad) TH_LOG("%s", st[i].why);
+		FOR_EACH_REC(&st[i], h, off) {
+			struct plabel_rec_sample *r = (void *)h;
+
+			if (h->type != PLABEL_REC_SAMPLE || r->cpu != 1)
+				continue;
+			if (r->time_ns > t_off && r->time_ns < t_back)
+				off_samples[i]++;
+			if (r->time_ns > t_on)
+				on_samples[i]++;
+		}
+		EXPECT_EQ(0, off_samples[i]) TH_LOG("session %d", i);
+		EXPECT_LT(10, on_samples[i]) TH_LOG("session %d", i);
+		su_stream_free(&st[i]);
+		close(fd[i]);
+	}
 }
 
 /* --- starts and stops racing ------------------------------------------- */
