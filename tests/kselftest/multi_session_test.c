@@ -786,6 +786,7 @@ static void *ms_racer_fn(void *arg)
 		if (err == -EBUSY) {
 			r->busy++;
 			close(fd);
+			usleep(rand_r(&seed) % 2000);
 			continue;
 		}
 		if (err) {
