@@ -750,9 +750,14 @@ TEST(cpu_hotplug_with_two_sessions)
 
 /* --- starts and stops racing ------------------------------------------- */
 
+/* Racers run 4 s and until each started 10 sessions, 30 s at most. */
+#define MS_RACE_NS	4000000000ull
+#define MS_RACE_MAX_NS	30000000000ull
+#define MS_RACE_STARTS	10
+
 struct ms_racer {
 	int idx;
-	uint64_t until;
+	uint64_t until, deadline;
 	int starts, busy, bad, errs;
 	uint64_t samples;
 	char why[128];
@@ -770,7 +775,8 @@ static void *ms_racer_fn(void *arg)
 	unsigned int seed = r->idx * 7919 + 1;
 	int32_t me = getpid();
 
-	while (su_now_ns() < r->until) {
+	while ((su_now_ns() < r->until || r->starts < MS_RACE_STARTS) &&
+	       su_now_ns() < r->deadline) {
 		static const uint32_t targets[] = { PLABEL_TARGET_ALL,
 			PLABEL_TARGET_PIDS, PLABEL_TARGET_TREE };
 		struct su_stream st = { 0 };
@@ -795,7 +801,7 @@ static void *ms_racer_fn(void *arg)
 			close(fd);
 			continue;
 		}
-		r->starts++;
+		__atomic_add_fetch(&r->starts, 1, __ATOMIC_RELAXED);
 		usleep(rand_r(&seed) % 20000);
 		if (rand_r(&seed) % 4 == 0) {
 			close(fd);	/* a release while running */
@@ -853,8 +859,8 @@ TEST(start_stop_races_between_sessions)
 	struct ms_racer r[4];
 	pthread_t rt[4], churn;
 	long long max0;
-	uint64_t until;
-	int i, starts = 0, busy = 0, fd;
+	uint64_t until, deadline;
+	int i, starts = 0, busy = 0, fd, done;
 
 	NEED_ROOT();
 	max0 = su_read_num(MAX_SESSIONS);
@@ -864,18 +870,23 @@ TEST(start_stop_races_between_sessions)
 	ASSERT_EQ(0, su_write_num(MAX_SESSIONS, 3));
 	ms_race_stop = 0;
 	ASSERT_EQ(0, pthread_create(&churn, NULL, ms_churn_fn, NULL));
-	until = su_now_ns() + 4000000000ull;
+	until = su_now_ns() + MS_RACE_NS;
+	deadline = until - MS_RACE_NS + MS_RACE_MAX_NS;
 	for (i = 0; i < 4; i++) {
 		memset(&r[i], 0, sizeof(r[i]));
 		r[i].idx = i;
 		r[i].until = until;
+		r[i].deadline = deadline;
 		ASSERT_EQ(0, pthread_create(&rt[i], NULL, ms_racer_fn, &r[i]));
 	}
 	/* and the limit moving under them */
-	while (su_now_ns() < until) {
+	do {
 		usleep(100000);
 		su_write_num(MAX_SESSIONS, 1 + rand() % 4);
-	}
+		for (i = 0, done = 1; i < 4; i++)
+			done &= __atomic_load_n(&r[i].starts, __ATOMIC_RELAXED) >=
+				MS_RACE_STARTS;
+	} while ((su_now_ns() < until || !done) && su_now_ns() < deadline);
 	for (i = 0; i < 4; i++) {
 		pthread_join(rt[i], NULL);
 		EXPECT_EQ(0, r[i].errs) TH_LOG("racer %d: %s", i, r[i].why);
@@ -886,7 +897,7 @@ TEST(start_stop_races_between_sessions)
 	ms_race_stop = 1;
 	pthread_join(churn, NULL);
 	TH_LOG("%d sessions started, %d refused at the limit", starts, busy);
-	EXPECT_LT(20, starts);
+	EXPECT_LE(4 * MS_RACE_STARTS, starts);
 	EXPECT_LT(0, busy);
 	EXPECT_EQ(0, su_counter("sessions"));
 	/* everything was let go: the full number starts again */
