@@ -45,6 +45,7 @@ extern unsigned int plabel_stack_size;
 extern unsigned int plabel_ring_kb;
 extern unsigned int plabel_max_refs_per_file;
 extern unsigned int plabel_max_tasks_per_user;
+extern unsigned int plabel_max_sessions;
 
 /* debugfs directory (main.c), NULL when debugfs is absent. */
 extern struct dentry *plabel_debugfs_dir;
@@ -72,8 +73,12 @@ struct plabel_set {
 	bool dumpable;		/* it was dumpable then */
 	u32 count;		/* labels */
 	u32 bytes;		/* kernel memory it takes, for the quota */
-	/* session.c: generation of the last session that emitted it */
-	atomic_t emitted_gen;
+	/*
+	 * sample.c: bit i is set once the session in slot i wrote the set's
+	 * LABELSET record (set_bit(), any context); cleared for a slot
+	 * before a new session takes it (plabel_sets_forget_slot())
+	 */
+	unsigned long emitted;
 	struct rcu_head rcu;
 	/* labels.c private fields */
 	struct hlist_node hnode;	/* dedup table, under the intern lock */
@@ -127,6 +132,11 @@ void plabel_user_uncharge_task(struct plabel_user *u);
  */
 void plabel_set_put(struct plabel_set *set);
 long plabel_live_sets(void);
+/*
+ * Process context, with no session in slot: no set has been carried by a
+ * session in that slot.
+ */
+void plabel_sets_forget_slot(unsigned int slot);
 
 /* task.c */
 int plabel_task_init(void);
@@ -149,7 +159,8 @@ long plabel_live_tasks(void);
  * (current), but inside a tracepoint probe: preemption is disabled, so they
  * must not sleep (no GFP_KERNEL, no faulting user access; use
  * copy_from_user_nofault()). The others run in process context.
- * on_clone returns whether the running session samples the child.
+ * Each runs for every live session that follows the process. on_clone
+ * returns whether any of them samples the child.
  */
 int plabel_session_init(void);
 void plabel_session_exit(void);

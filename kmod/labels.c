@@ -42,7 +42,8 @@
  * Every allocation made for a caller is charged to its memory cgroup
  * (GFP_KERNEL_ACCOUNT, XA_FLAGS_ACCOUNT).
  *
- * Lock order: pf->lock, then plabel_intern_lock, then the xarray lock.
+ * Lock order: pf->lock, then plabel_intern_lock, then the xarray lock;
+ * session.c's plabel_session_mutex, then plabel_intern_lock.
  */
 #include <linux/debugfs.h>
 #include <linux/hash.h>
@@ -396,7 +397,6 @@ static struct plabel_set *plabel_set_build(const struct plabel_label *ul,
 	set->count = count;
 	set->bytes = size;
 	refcount_set(&set->refs, 1);
-	atomic_set(&set->emitted_gen, 0);
 	INIT_HLIST_NODE(&set->hnode);
 
 	p = (char *)&set->labels[count];
@@ -607,6 +607,26 @@ int plabel_labels_init(void)
 		debugfs_create_file("users", 0444, plabel_debugfs_dir, NULL,
 				    &plabel_users_fops);
 	return 0;
+}
+
+/*
+ * Under the intern lock every set in plabel_ids stays (removal takes it),
+ * and the bit of a slot no session holds changes only here: a pass over
+ * all sets, rescheduling as it goes.
+ */
+void plabel_sets_forget_slot(unsigned int slot)
+{
+	struct plabel_set *set;
+	unsigned long index;
+
+	BUILD_BUG_ON(PLABEL_MAX_SESSIONS > BITS_PER_LONG);
+	mutex_lock(&plabel_intern_lock);
+	xa_for_each(&plabel_ids, index, set) {
+		if (test_bit(slot, &set->emitted))
+			clear_bit(slot, &set->emitted);
+		cond_resched();
+	}
+	mutex_unlock(&plabel_intern_lock);
 }
 
 /*

@@ -5,9 +5,10 @@
  * The misc device /dev/plabel, ioctl dispatch, sysctls under kernel.plabel,
  * debugfs counters, and module init/exit.
  *
- * Lock order (see labels.c, task.c): pf->lock, then the intern lock. What
- * may run in interrupt context: plabel_set_lookup_rcu(), plabel_set_put()
- * and plabel_current_set_rcu(); everything in this file runs in process
+ * Lock order (see labels.c, task.c, session.h): pf->lock, then the intern
+ * lock; the session mutex, then the intern lock. What may run in interrupt
+ * context: plabel_set_lookup_rcu(), plabel_set_put() and
+ * plabel_current_set_rcu(); everything in this file runs in process
  * context.
  */
 #include <linux/compat.h>
@@ -33,6 +34,7 @@ unsigned int plabel_stack_size = 8192;
 unsigned int plabel_ring_kb = 512;
 unsigned int plabel_max_refs_per_file = 4096;
 unsigned int plabel_max_tasks_per_user = 65536;
+unsigned int plabel_max_sessions = 4;
 
 struct dentry *plabel_debugfs_dir;
 
@@ -51,6 +53,7 @@ static unsigned int plabel_ring_min = 16;
 static unsigned int plabel_ring_max = 65536;
 static unsigned int plabel_refs_max = 1U << 20;
 static unsigned int plabel_tasks_max = 1U << 22;
+static unsigned int plabel_sessions_max = PLABEL_MAX_SESSIONS;
 
 /* stack_size: like proc_douintvec_minmax, and a multiple of 8. */
 static int
@@ -106,6 +109,8 @@ static struct ctl_table plabel_sysctls[] = {
 			   plabel_one, plabel_refs_max, proc_douintvec_minmax),
 	PLABEL_UINT_SYSCTL("max_tasks_per_user", plabel_max_tasks_per_user,
 			   plabel_one, plabel_tasks_max, proc_douintvec_minmax),
+	PLABEL_UINT_SYSCTL("max_sessions", plabel_max_sessions, plabel_one,
+			   plabel_sessions_max, proc_douintvec_minmax),
 	PLABEL_SYSCTL_SENTINEL
 };
 

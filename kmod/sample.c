@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Sampling: one perf cpu-clock kernel counter per online CPU, created and
- * destroyed by a dynamic CPU hotplug state, and its overflow handler, which
- * writes SAMPLE records; THREAD records for the creator of a new task.
+ * Sampling: one perf cpu-clock kernel counter per session and online CPU,
+ * created and destroyed by the session's instance of one multi-instance
+ * CPU hotplug state, and their overflow handler, which writes SAMPLE
+ * records to its own session's rings; THREAD records for the creator of a
+ * new task.
+ *
+ * The handler serves one session: the one its counter was made for (the
+ * counter's context). With several sessions each CPU runs one counter per
+ * session, each at its session's rate, so a sample costs what it costs
+ * with one session.
  *
  * The overflow handler runs in hard interrupt context (perf's hrtimer for
  * cpu-clock) with interrupts disabled. It never sleeps, locks, allocates or
@@ -29,9 +36,8 @@
 
 DEFINE_PER_CPU(struct plabel_stats, plabel_stats);
 
-static DEFINE_PER_CPU(struct perf_event *, plabel_event);
-/* The running session, for CPUs coming online; under cpuhp's own locks. */
-static struct plabel_session *plabel_hp_session;
+/* The multi-instance hotplug state, one instance per running session. */
+static int plabel_hp_state = -1;
 
 /* User registers of current, or NULL for kernel threads. */
 static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
@@ -370,17 +376,19 @@ static u64 plabel_task_cpu_ns(u64 now)
 	return now > start ? sum + (now - start) : sum;
 }
 
-/* Labels first, when this session has not carried them yet. */
+/*
+ * Labels first, when this session has not carried them yet: its slot's
+ * bit in the set. Its CPUs may each write the record once, which the
+ * reader takes as one.
+ */
 static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 			     struct plabel_set *set)
 {
-	int seen;
-
 	if (!set)
 		return 0;
-	seen = atomic_read(&set->emitted_gen);
-	if (seen != s->gen && plabel_session_emit_labelset(s, r, set))
-		atomic_cmpxchg(&set->emitted_gen, seen, s->gen);
+	if (!test_bit(s->slot, &set->emitted) &&
+	    plabel_session_emit_labelset(s, r, set))
+		set_bit(s->slot, &set->emitted);
 	return set->id;
 }
 
@@ -489,9 +497,10 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	plabel_session_committed(s, &c->ring);
 }
 
-static int plabel_cpu_online(unsigned int cpu)
+static int plabel_cpu_online(unsigned int cpu, struct hlist_node *node)
 {
-	struct plabel_session *s = plabel_hp_session;
+	struct plabel_session *s = hlist_entry(node, struct plabel_session,
+					       hp_node);
 	struct plabel_cpu *c = s->cpu[cpu];
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -525,35 +534,64 @@ static int plabel_cpu_online(unsigned int cpu)
 		this_cpu_inc(plabel_stats.online_failed);
 		return 0;
 	}
-	per_cpu(plabel_event, cpu) = event;
+	c->event = event;
 	return 0;
 }
 
-static int plabel_cpu_offline(unsigned int cpu)
+static int plabel_cpu_offline(unsigned int cpu, struct hlist_node *node)
 {
-	struct perf_event *event = per_cpu(plabel_event, cpu);
+	struct plabel_session *s = hlist_entry(node, struct plabel_session,
+					       hp_node);
+	struct plabel_cpu *c = s->cpu[cpu];
+	struct perf_event *event = c->event;
 
-	per_cpu(plabel_event, cpu) = NULL;
+	c->event = NULL;
 	if (event)
 		perf_event_release_kernel(event);
 	return 0;
 }
 
-/* Process context, under plabel_session_mutex. */
+/*
+ * Module init: the hotplug state, with no instance (no callback runs).
+ * Sessions add and remove their instances.
+ */
+int plabel_sample_init(void)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "plabel:online",
+				      plabel_cpu_online, plabel_cpu_offline);
+	if (ret < 0)
+		return ret;
+	plabel_hp_state = ret;
+	return 0;
+}
+
+/* Module exit: no session is left, so no instance. */
+void plabel_sample_exit(void)
+{
+	if (plabel_hp_state < 0)
+		return;
+	cpuhp_remove_multi_state(plabel_hp_state);
+	plabel_hp_state = -1;
+}
+
+/*
+ * Process context, under plabel_session_mutex: the session's ring and
+ * counter on every online CPU, and on each CPU coming online. A failure
+ * on any CPU undoes the others (the hotplug core calls the offline
+ * callback for each CPU already done).
+ */
 int plabel_sample_start(struct plabel_session *s)
 {
 	int ret;
 
-	plabel_hp_session = s;
 	s->starting = true;
-	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "plabel:online",
-				plabel_cpu_online, plabel_cpu_offline);
+	ret = cpuhp_state_add_instance(plabel_hp_state, &s->hp_node);
 	s->starting = false;
-	if (ret < 0) {
-		plabel_hp_session = NULL;
+	if (ret)
 		return ret;
-	}
-	s->hp_state = ret;
+	s->hp_added = true;
 	return 0;
 }
 
@@ -563,9 +601,8 @@ int plabel_sample_start(struct plabel_session *s)
  */
 void plabel_sample_stop(struct plabel_session *s)
 {
-	if (s->hp_state < 0)
+	if (!s->hp_added)
 		return;
-	cpuhp_remove_state(s->hp_state);
-	s->hp_state = -1;
-	plabel_hp_session = NULL;
+	cpuhp_state_remove_instance(plabel_hp_state, &s->hp_node);
+	s->hp_added = false;
 }

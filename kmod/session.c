@@ -3,9 +3,13 @@
  * Profiling sessions: start/stop, the record stream (read/poll), thread
  * creation and exec records, mapping records, target filtering.
  *
- * One session runs at a time system-wide; it belongs to the open file that
- * started it and lives until that file is released (a file runs at most one
- * session). Locking is described in session.h. What runs where:
+ * Up to kernel.plabel.max_sessions sessions run at once, each with its own
+ * options, target, counters, rings and reader; a session belongs to the
+ * open file that started it and lives until that file is released (a file
+ * runs at most one session). Records about a process (THREAD, EXEC, COMM,
+ * MMAP, LABELSET) go to every session that follows it, each through its
+ * own rings, so a reader that falls behind loses only its own records.
+ * Locking is described in session.h. What runs where:
  *   - the overflow handler (sample.c), hard irq: plabel_session_wants(),
  *     plabel_session_emit_labelset(), plabel_session_note_mm(),
  *     plabel_session_committed();
@@ -40,9 +44,18 @@
 #include "session.h"
 
 static DEFINE_MUTEX(plabel_session_mutex);
-/* The running session, for the tracepoint probes. */
-static struct plabel_session __rcu *plabel_active;
-static atomic_t plabel_generation = ATOMIC_INIT(0);
+/*
+ * The running sessions: a list the tracepoint probes walk under RCU, and
+ * the slots they hold (bit i: slot i is taken), changed under
+ * plabel_session_mutex, which also guards the count.
+ */
+static LIST_HEAD(plabel_sessions);
+static DECLARE_BITMAP(plabel_slots, PLABEL_MAX_SESSIONS);
+static unsigned int plabel_nr_sessions;
+
+/* Each running session, under rcu_read_lock(). */
+#define plabel_for_each_session(s)	\
+	list_for_each_entry_rcu(s, &plabel_sessions, node)
 
 /* Targets */
 
@@ -499,18 +512,21 @@ bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 	bool wants = false;
 
 	rcu_read_lock();
-	s = rcu_dereference(plabel_active);
-	if (!s || !plabel_session_wants(s, current->tgid))
-		goto out;
-	if (s->target == PLABEL_TARGET_TREE && !(clone_flags & CLONE_THREAD))
-		plabel_tree_add(s, child->tgid);
-	if (s->record & PLABEL_RECORD_THREADS) {
-		local_irq_save(flags);
-		plabel_sample_thread(s, child, clone_flags, set, stack_top);
-		local_irq_restore(flags);
+	plabel_for_each_session(s) {
+		if (!plabel_session_wants(s, current->tgid))
+			continue;
+		if (s->target == PLABEL_TARGET_TREE &&
+		    !(clone_flags & CLONE_THREAD))
+			plabel_tree_add(s, child->tgid);
+		if (s->record & PLABEL_RECORD_THREADS) {
+			local_irq_save(flags);
+			plabel_sample_thread(s, child, clone_flags, set,
+					     stack_top);
+			local_irq_restore(flags);
+		}
+		if (plabel_session_wants(s, child->tgid))
+			wants = true;
 	}
-	wants = plabel_session_wants(s, child->tgid);
-out:
 	rcu_read_unlock();
 	return wants;
 }
@@ -547,26 +563,26 @@ void plabel_session_on_exec(void)
 	};
 	struct plabel_session *s;
 
-	rcu_read_lock();
-	s = rcu_dereference(plabel_active);
-	if (!s || !plabel_session_wants(s, current->tgid))
-		goto out;
-	atomic_inc(&s->exec_seq);
 	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
-	plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
-out:
+	rcu_read_lock();
+	plabel_for_each_session(s) {
+		if (!plabel_session_wants(s, current->tgid))
+			continue;
+		atomic_inc(&s->exec_seq);
+		plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
+	}
 	rcu_read_unlock();
 }
 
-/* The last thread of current's process is exiting. */
+/* The last thread of current's process is exiting: no TREE follows it. */
 void plabel_session_on_exit(void)
 {
 	struct plabel_session *s;
 
 	rcu_read_lock();
-	s = rcu_dereference(plabel_active);
-	if (s && s->target == PLABEL_TARGET_TREE)
-		plabel_tree_remove(s, current->tgid);
+	plabel_for_each_session(s)
+		if (s->target == PLABEL_TARGET_TREE)
+			plabel_tree_remove(s, current->tgid);
 	rcu_read_unlock();
 }
 
@@ -585,13 +601,12 @@ void plabel_session_on_comm(struct task_struct *task, const char *comm)
 	};
 	struct plabel_session *s;
 
-	rcu_read_lock();
-	s = rcu_dereference(plabel_active);
-	if (!s || !plabel_session_wants(s, task->tgid))
-		goto out;
 	strscpy_pad(rec.comm, comm, sizeof(rec.comm));
-	plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
-out:
+	rcu_read_lock();
+	plabel_for_each_session(s)
+		if (plabel_session_wants(s, task->tgid))
+			plabel_emit_stamped(s, &rec, sizeof(rec),
+					    &rec.time_ns);
 	rcu_read_unlock();
 }
 
@@ -730,8 +745,8 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 {
 	struct plabel_session_start_args a;
 	struct plabel_session *s;
-	u32 usize;
-	int ret, gen;
+	u32 usize, slot;
+	int ret;
 
 	if (!plabel_perfmon_file(file) || !perfmon_capable())
 		return -EPERM;
@@ -742,7 +757,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
-	s->hp_state = -1;
+	INIT_HLIST_NODE(&s->hp_node);
 	mutex_init(&s->read_lock);
 	init_waitqueue_head(&s->wq);
 	init_irq_work(&s->wake_work, plabel_wake_fn);
@@ -755,16 +770,23 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 		goto err_free;
 
 	mutex_lock(&plabel_session_mutex);
+	/*
+	 * A file runs one session in its life; and no more than max_sessions
+	 * run at once (lowering it stops none: only new ones wait).
+	 */
 	ret = -EBUSY;
-	if (pf->session || rcu_access_pointer(plabel_active))
+	if (pf->session ||
+	    plabel_nr_sessions >= READ_ONCE(plabel_max_sessions))
 		goto err_unlock;
+	slot = find_first_zero_bit(plabel_slots, PLABEL_MAX_SESSIONS);
+	if (WARN_ON_ONCE(slot >= PLABEL_MAX_SESSIONS))
+		goto err_unlock;
+	s->slot = slot;
 	ret = plabel_session_alloc_cpus(s);
 	if (ret)
 		goto err_unlock;
-	do {
-		gen = atomic_inc_return(&plabel_generation);
-	} while (!gen);
-	s->gen = gen;
+	/* what sessions in this slot before carried, this one has not */
+	plabel_sets_forget_slot(slot);
 	s->stream = (struct plabel_rec_stream) {
 		.hdr.type = PLABEL_REC_STREAM,
 		.hdr.size = sizeof(s->stream),
@@ -780,7 +802,9 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	ret = plabel_sample_start(s);
 	if (ret)
 		goto err_drain;
-	rcu_assign_pointer(plabel_active, s);
+	__set_bit(slot, plabel_slots);
+	list_add_tail_rcu(&s->node, &plabel_sessions);
+	plabel_nr_sessions++;
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
 	/* a fully set up session: pairs with read()/poll() */
 	smp_store_release(&pf->session, s);
@@ -797,14 +821,21 @@ err_free:
 	return ret;
 }
 
-/* Under plabel_session_mutex. */
+/*
+ * Under plabel_session_mutex. The counters go first, then the hooks stop
+ * seeing the session; after the grace period nothing writes to its rings
+ * or sets its slot's bit in a set's emitted, and the slot may be taken
+ * again (under the same mutex, so not before this returns).
+ */
 static void plabel_session_stop_locked(struct plabel_session *s)
 {
 	if (s->state != PLABEL_SESSION_RUNNING)
 		return;
 	plabel_sample_stop(s);
-	RCU_INIT_POINTER(plabel_active, NULL);
+	list_del_rcu(&s->node);
+	plabel_nr_sessions--;
 	synchronize_rcu();
+	__clear_bit(s->slot, plabel_slots);
 	cancel_delayed_work_sync(&s->tick);
 	plabel_scan_pending(s, false);
 	irq_work_sync(&s->wake_work);
@@ -1013,12 +1044,28 @@ PLABEL_STAT_ATTR(tree_full);
 PLABEL_STAT_ATTR(scan_ns);
 PLABEL_STAT_ATTR(online_failed);
 
+static int plabel_sessions_get(void *data, u64 *val)
+{
+	mutex_lock(&plabel_session_mutex);
+	*val = plabel_nr_sessions;
+	mutex_unlock(&plabel_session_mutex);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(plabel_sessions_fops, plabel_sessions_get, NULL,
+			 "%llu\n");
+
 int plabel_session_init(void)
 {
 	struct dentry *d = plabel_debugfs_dir;
+	int ret;
 
+	ret = plabel_sample_init();
+	if (ret)
+		return ret;
 	if (IS_ERR_OR_NULL(d))
 		return 0;
+	debugfs_create_file_unsafe("sessions", 0444, d, NULL,
+				   &plabel_sessions_fops);
 	debugfs_create_file_unsafe("samples", 0444, d, NULL,
 				   &plabel_stat_samples_fops);
 	debugfs_create_file_unsafe("records", 0444, d, NULL,
@@ -1042,5 +1089,7 @@ int plabel_session_init(void)
 
 void plabel_session_exit(void)
 {
-	WARN_ON_ONCE(rcu_access_pointer(plabel_active));
+	WARN_ON_ONCE(!list_empty(&plabel_sessions));
+	WARN_ON_ONCE(plabel_nr_sessions);
+	plabel_sample_exit();
 }

@@ -14,13 +14,29 @@
  * the record's bytes, tail after they were copied out; each side reads the
  * other's position with smp_load_acquire().
  *
- * Lock order: plabel_session_mutex (start/stop/release) > session->read_lock
- * > mmap_lock of a scanned mm. Nothing in interrupt context takes a lock.
+ * Sessions: up to kernel.plabel.max_sessions run at once, each with its own
+ * options, counters (one perf event per CPU, an instance of the module's
+ * multi-instance CPU hotplug state), rings, tick and reader. A running
+ * session is on an RCU list (session.c) and holds one of
+ * PLABEL_MAX_SESSIONS slots (its bit in plabel_set.emitted); the
+ * tracepoint hooks walk the list under RCU, each overflow handler knows
+ * only its own counter's session. Start, stop and release run under
+ * plabel_session_mutex; a stop takes the session off the list and waits
+ * for an RCU grace period before its slot is free again or it is freed.
+ *
+ * Lock order: plabel_session_mutex (start/stop/release) > labels.c's
+ * plabel_intern_lock (plabel_sets_forget_slot() at start) and the CPU
+ * hotplug lock and cpuhp_state_mutex (taken inside
+ * cpuhp_state_add_instance() and cpuhp_state_remove_instance(); the
+ * hotplug callbacks take none of plabel's locks) > session->read_lock >
+ * mmap_lock of a scanned mm.
+ * Nothing in interrupt context takes a lock.
  */
 #ifndef PLABEL_SESSION_H
 #define PLABEL_SESSION_H
 
 #include <linux/irq_work.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -78,6 +94,7 @@ struct plabel_mm_ref {
 /* Per CPU state of a session; written only on that CPU with irqs off. */
 struct plabel_cpu {
 	struct plabel_ring ring;
+	struct perf_event *event;	/* the CPU's counter, hotplug callbacks */
 	u64 last_expiry;	/* timer expiry of the last overflow here */
 	const void *last_task;	/* current then; compared, never followed */
 	u64 period;		/* the timer's interval since then */
@@ -109,7 +126,8 @@ struct plabel_session {
 	u64 period_ns;
 	u32 max_stack;
 	u32 stack_size;
-	u32 gen;		/* generation, for plabel_set.emitted_gen */
+	u32 slot;		/* its bit in plabel_set.emitted, while running */
+	struct list_head node;	/* in the running list, session.c */
 	pid_t *pids;		/* PIDS: sorted */
 	u32 npids;
 	pid_t *tree;		/* TREE: open-addressed tgids, 0 is empty */
@@ -125,7 +143,8 @@ struct plabel_session {
 
 	struct plabel_cpu **cpu;	/* [nr_cpu_ids], possible CPUs */
 	u32 ring_size;
-	int hp_state;		/* cpuhp dynamic state, < 0: none */
+	struct hlist_node hp_node;	/* instance of the hotplug state */
+	bool hp_added;		/* hp_node is an instance */
 	bool starting;		/* cpuhp callbacks of the start itself */
 
 	int state;		/* enum plabel_session_state */
@@ -180,6 +199,8 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 				  struct plabel_set *set);
 
 /* sample.c */
+int plabel_sample_init(void);
+void plabel_sample_exit(void);
 int plabel_sample_start(struct plabel_session *s);
 void plabel_sample_stop(struct plabel_session *s);
 /* irqs off; current is the creator */

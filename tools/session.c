@@ -67,7 +67,7 @@ const char *plabel_start_err(int err)
 	case EACCES:
 		return "recording needs CAP_PERFMON or root";
 	case EBUSY:
-		return "another recording session is running";
+		return "all kernel.plabel.max_sessions sessions are in use";
 	case ESRCH:
 		return "no such process";
 	case EINVAL:

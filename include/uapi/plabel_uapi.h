@@ -147,11 +147,15 @@ enum plabel_callchain {
 /* The highest sample_hz a session may ask for (kernel.plabel.sample_hz too). */
 #define PLABEL_MAX_SAMPLE_HZ	20000
 
+/* The most sessions that may run at once (kernel.plabel.max_sessions). */
+#define PLABEL_MAX_SESSIONS	16
+
 /*
  * PLABEL_IOC_SESSION_START: start a profiling session on this open file;
  * read() and poll() then deliver records. Needs CAP_PERFMON or
- * CAP_SYS_ADMIN (-EPERM). -EBUSY when this file or another already runs a
- * session (one session at a time). Zero fields take the sysctl defaults.
+ * CAP_SYS_ADMIN (-EPERM). -EBUSY when kernel.plabel.max_sessions sessions
+ * run already, or this file ran one before. Zero fields take the sysctl
+ * defaults.
  */
 struct plabel_session_start_args {
 	__u32 size;

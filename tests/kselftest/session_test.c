@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Profiling sessions: who may start one, one at a time, argument checks,
+ * Profiling sessions: who may start one, one per file and as many at once
+ * as kernel.plabel.max_sessions allows, argument checks,
  * read()/poll() semantics, teardown on close, and lost-record accounting
  * when the reader does not keep up (or never reads).
  */
@@ -83,11 +84,20 @@ TEST(start_needs_perfmon_or_sys_admin)
 	ASSERT_EQ(EPERM, child_start_errno(1));
 }
 
-TEST(one_session_at_a_time)
+/*
+ * A file runs one session in its life. With kernel.plabel.max_sessions at
+ * 1, a session on another file waits until the running one is stopped or
+ * its file closed; at 2 it runs beside it (more in multi_session_test).
+ */
+TEST(one_session_per_file)
 {
-	int fd1, fd2, fd3;
+	long long max0;
+	int fd1, fd2, fd3, fd4;
 
 	NEED_ROOT();
+	max0 = su_read_num(SU_SYSCTL "max_sessions");
+	ASSERT_LE(1, max0) TH_LOG("no kernel.plabel.max_sessions");
+	ASSERT_EQ(0, su_write_num(SU_SYSCTL "max_sessions", 1));
 	fd1 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
 	fd2 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
 	fd3 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
@@ -105,8 +115,17 @@ TEST(one_session_at_a_time)
 	EXPECT_EQ(-EBUSY, start_self(fd3, PLABEL_CALLCHAIN_FP, 99));
 	close(fd2);	/* close without stop tears the session down */
 	EXPECT_EQ(0, start_self(fd3, PLABEL_CALLCHAIN_DWARF, 99));
+	/* a second one beside it once the limit allows */
+	fd4 = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd4);
+	EXPECT_EQ(-EBUSY, start_self(fd4, PLABEL_CALLCHAIN_FP, 99));
+	ASSERT_EQ(0, su_write_num(SU_SYSCTL "max_sessions", 2));
+	EXPECT_EQ(0, start_self(fd4, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(-EBUSY, start_self(fd3, PLABEL_CALLCHAIN_FP, 99));
+	close(fd4);
 	close(fd3);
 	close(fd1);
+	EXPECT_EQ(0, su_write_num(SU_SYSCTL "max_sessions", max0));
 }
 
 TEST(bad_arguments)
