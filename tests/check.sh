@@ -10,8 +10,8 @@
 #      kernel log, no leak, rmmod, exit status) is one more test,
 #      build/check/vm-<kernel>.log. On the debug kernel only the module's
 #      kselftests run, unless DEBUG_E2E=1 (make check-debug).
-#   3. for each kernel in $PKG_KERNELS (default: 6.1 and 6.12 where
-#      $KERNELS has them), unless HOST_ONLY=1: a fresh VM with no plabel
+#   3. for each kernel in $PKG_KERNELS (default none; make check-deb:
+#      6.1 and 6.12), unless HOST_ONLY=1: a fresh VM with no plabel
 #      module loaded (PLABEL_KMOD=none) runs $PKG_TESTS (default
 #      tests/pkg/*.sh: install the packages `make deb` built in
 #      build/deb/, DKMS builds the module, ...), logs in
@@ -34,7 +34,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 B=${B:-build}
 C=${CHECK_DIR:-$B/check}
-KERNELS=${KERNELS:-5.10 6.1 6.12 7.2 debug}
+KERNELS=${KERNELS-5.10 6.1 6.12 7.2 debug}
 HOST_ONLY=${HOST_ONLY:-}
 limit=${PLABEL_TEST_TIMEOUT:-300}
 vm_limit=${PLABEL_VM_TIMEOUT:-1500}
@@ -48,12 +48,7 @@ programs() {
 [ -n "${VM_TESTS+x}" ] || VM_TESTS=$(programs "$B"/tests/kselftest/*)
 [ -n "${E2E_TESTS+x}" ] || E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
 [ -n "${PKG_TESTS+x}" ] || PKG_TESTS=$(ls tests/pkg/*.sh 2>/dev/null)
-if [ -z "${PKG_KERNELS+x}" ]; then
-	PKG_KERNELS=
-	for k in $KERNELS; do
-		case $k in 6.1|6.12) PKG_KERNELS="$PKG_KERNELS $k" ;; esac
-	done
-fi
+PKG_KERNELS=${PKG_KERNELS:-}
 pkg_limit=${PLABEL_PKG_TIMEOUT:-1200}
 
 export PLABEL_TEST_TIMEOUT=$limit
