@@ -6,7 +6,7 @@
 #   make          module (for KDIR), library, tools, tests
 #   make check    every test; ends with "N passed, N failed, N skipped"
 #   make run      record the example and show its labeled profile
-#   make install  PREFIX=/usr/local DESTDIR= (LIBDIR, MANDIR)
+#   make install  PREFIX=/usr/local DESTDIR= (LIBDIR, MANDIR, SYSTEMD_UNITDIR)
 #   make deb      Debian packages into build/deb/; make dkms-install (pkg.mk)
 #   make clean
 

@@ -33,9 +33,21 @@ $(PLABEL_BIN): $(B)/tools/main.o $(TOOLS_LIB)
 
 ALL_TARGETS	+= $(PLABEL_BIN)
 
-install-tools: $(PLABEL_BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
+# plabel serve's systemd unit goes with the command, its ExecStart naming
+# the installed plabel; installing it enables nothing.
+SYSTEMD_UNITDIR	?= $(PREFIX)/lib/systemd/system
+SERVE_UNIT	:= examples/systemd/plabel-serve.service
+
+install-tools: $(PLABEL_BIN) $(SERVE_UNIT)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSTEMD_UNITDIR)
 	install -m 0755 $(PLABEL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	sed 's|/usr/local/bin/plabel |$(PREFIX)/bin/plabel |' $(SERVE_UNIT) \
+		> $(DESTDIR)$(SYSTEMD_UNITDIR)/plabel-serve.service.tmp
+	grep -q '^ExecStart=$(PREFIX)/bin/plabel serve ' \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/plabel-serve.service.tmp
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/plabel-serve.service.tmp
+	mv $(DESTDIR)$(SYSTEMD_UNITDIR)/plabel-serve.service.tmp \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/plabel-serve.service
 install: install-tools
 .PHONY: install-tools
 
