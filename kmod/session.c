@@ -52,6 +52,12 @@ static DEFINE_MUTEX(plabel_session_mutex);
 static LIST_HEAD(plabel_sessions);
 static DECLARE_BITMAP(plabel_slots, PLABEL_MAX_SESSIONS);
 static unsigned int plabel_nr_sessions;
+/*
+ * Sessions started whose file is still open, running or stopped: their
+ * rings and tables stay allocated until the release, so max_sessions
+ * bounds these, not only the running ones.
+ */
+static unsigned int plabel_nr_held;
 
 /* Each running session, under rcu_read_lock(). */
 #define plabel_for_each_session(s)	\
@@ -772,11 +778,12 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	mutex_lock(&plabel_session_mutex);
 	/*
 	 * A file runs one session in its life; and no more than max_sessions
-	 * run at once (lowering it stops none: only new ones wait).
+	 * are held at once, running or stopped but not yet released
+	 * (lowering it stops none: only new ones wait).
 	 */
 	ret = -EBUSY;
 	if (pf->session ||
-	    plabel_nr_sessions >= READ_ONCE(plabel_max_sessions))
+	    plabel_nr_held >= READ_ONCE(plabel_max_sessions))
 		goto err_unlock;
 	slot = find_first_zero_bit(plabel_slots, PLABEL_MAX_SESSIONS);
 	if (WARN_ON_ONCE(slot >= PLABEL_MAX_SESSIONS))
@@ -805,6 +812,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	__set_bit(slot, plabel_slots);
 	list_add_tail_rcu(&s->node, &plabel_sessions);
 	plabel_nr_sessions++;
+	plabel_nr_held++;
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
 	/* a fully set up session: pairs with read()/poll() */
 	smp_store_release(&pf->session, s);
@@ -1011,8 +1019,10 @@ void plabel_session_release(struct plabel_file *pf)
 
 	mutex_lock(&plabel_session_mutex);
 	s = pf->session;
-	if (s)
+	if (s) {
 		plabel_session_stop_locked(s);
+		plabel_nr_held--;
+	}
 	pf->session = NULL;
 	mutex_unlock(&plabel_session_mutex);
 	if (s)
@@ -1090,6 +1100,6 @@ int plabel_session_init(void)
 void plabel_session_exit(void)
 {
 	WARN_ON_ONCE(!list_empty(&plabel_sessions));
-	WARN_ON_ONCE(plabel_nr_sessions);
+	WARN_ON_ONCE(plabel_nr_sessions || plabel_nr_held);
 	plabel_sample_exit();
 }

@@ -154,7 +154,8 @@ enum plabel_callchain {
  * PLABEL_IOC_SESSION_START: start a profiling session on this open file;
  * read() and poll() then deliver records. Needs CAP_PERFMON or
  * CAP_SYS_ADMIN (-EPERM). -EBUSY when kernel.plabel.max_sessions sessions
- * run already, or this file ran one before. Zero fields take the sysctl
+ * are held already (running, or stopped with their file still open), or
+ * this file ran one before. Zero fields take the sysctl
  * defaults.
  */
 struct plabel_session_start_args {

@@ -284,7 +284,8 @@ TEST(two_sessions_own_rates_and_targets)
  * max_sessions: 4 by default, 1..16. At the limit one more session gets
  * -EBUSY, and may start once the limit is raised; lowering it below the
  * number running stops none of them (they go on sampling) but refuses new
- * ones until enough have stopped. 16 run at once at most.
+ * ones until enough have ended; a stopped session counts until its file
+ * is closed (its rings are freed then). 16 run at once at most.
  */
 TEST(max_sessions_bounds_concurrent_sessions)
 {
@@ -332,6 +333,15 @@ TEST(max_sessions_bounds_concurrent_sessions)
 		EXPECT_EQ(-EBUSY,
 			  ms_start_self(fds[5], PLABEL_CALLCHAIN_FP, 99));
 	}
+	/*
+	 * Stopped but open, they still hold their rings, so they count:
+	 * closed, 2 run, at the limit.
+	 */
+	for (i = 0; i < 3; i++) {
+		close(fds[i]);
+		fds[i] = -1;
+	}
+	EXPECT_EQ(-EBUSY, ms_start_self(fds[5], PLABEL_CALLCHAIN_FP, 99));
 	/* one closed (not stopped): 1 runs, one more may */
 	close(fds[3]);
 	fds[3] = -1;
@@ -365,6 +375,24 @@ TEST(max_sessions_bounds_concurrent_sessions)
 	ASSERT_LE(0, extra);
 	EXPECT_EQ(0, ms_start_self(extra, PLABEL_CALLCHAIN_FP, 99));
 	close(extra);
+
+	/*
+	 * A stopped session keeps its rings until its file is closed, so it
+	 * counts against the limit until then: files stopped and kept open
+	 * cannot pile up rings without bound.
+	 */
+	ASSERT_EQ(0, su_write_num(MAX_SESSIONS, 1));
+	fds[0] = ms_open();
+	fds[1] = ms_open();
+	ASSERT_LE(0, fds[0]);
+	ASSERT_LE(0, fds[1]);
+	ASSERT_EQ(0, ms_start_self(fds[0], PLABEL_CALLCHAIN_FP, 99));
+	ASSERT_EQ(0, su_stop(fds[0]));
+	EXPECT_EQ(0, su_counter("sessions"));
+	EXPECT_EQ(-EBUSY, ms_start_self(fds[1], PLABEL_CALLCHAIN_FP, 99));
+	close(fds[0]);
+	EXPECT_EQ(0, ms_start_self(fds[1], PLABEL_CALLCHAIN_FP, 99));
+	close(fds[1]);
 	EXPECT_EQ(0, su_write_num(MAX_SESSIONS, max0));
 }
 

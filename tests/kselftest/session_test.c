@@ -86,8 +86,9 @@ TEST(start_needs_perfmon_or_sys_admin)
 
 /*
  * A file runs one session in its life. With kernel.plabel.max_sessions at
- * 1, a session on another file waits until the running one is stopped or
- * its file closed; at 2 it runs beside it (more in multi_session_test).
+ * 1, a session on another file waits until the first one's file is closed
+ * (stopped, it still holds its rings); at 2 it runs beside it (more in
+ * multi_session_test).
  */
 TEST(one_session_per_file)
 {
@@ -111,6 +112,8 @@ TEST(one_session_per_file)
 	/* stopping twice is harmless; a file runs one session only */
 	EXPECT_EQ(0, su_stop(fd1));
 	EXPECT_EQ(-EBUSY, start_self(fd1, PLABEL_CALLCHAIN_FP, 99));
+	EXPECT_EQ(-EBUSY, start_self(fd2, PLABEL_CALLCHAIN_FP, 99));
+	close(fd1);
 	EXPECT_EQ(0, start_self(fd2, PLABEL_CALLCHAIN_FP, 99));
 	EXPECT_EQ(-EBUSY, start_self(fd3, PLABEL_CALLCHAIN_FP, 99));
 	close(fd2);	/* close without stop tears the session down */
@@ -124,7 +127,6 @@ TEST(one_session_per_file)
 	EXPECT_EQ(-EBUSY, start_self(fd3, PLABEL_CALLCHAIN_FP, 99));
 	close(fd4);
 	close(fd3);
-	close(fd1);
 	EXPECT_EQ(0, su_write_num(SU_SYSCTL "max_sessions", max0));
 }
 
