@@ -346,18 +346,8 @@ static void serve_win_free(struct serve_win *w)
 
 static int serve_win_append(struct serve_win *w, const void *rec, size_t len)
 {
-	if (w->len + len > w->cap) {
-		size_t ncap = w->cap ? w->cap : 65536;
-		uint8_t *nb;
-
-		while (ncap < w->len + len)
-			ncap *= 2;
-		nb = realloc(w->buf, ncap);
-		if (!nb)
-			return -ENOMEM;
-		w->buf = nb;
-		w->cap = ncap;
-	}
+	if (plabel_grow_to(&w->buf, &w->cap, w->len + len, 1))
+		return -ENOMEM;
 	memcpy(w->buf + w->len, rec, len);
 	w->len += len;
 	return 0;
@@ -517,18 +507,9 @@ static int serve_keep_thread(struct serve_log *log, const uint8_t *rec,
 		memmove(log->threads, log->threads + cut, log->nthreads - cut);
 		log->nthreads -= cut;
 	}
-	if (log->nthreads + len > log->threads_cap) {
-		size_t ncap = log->threads_cap ? log->threads_cap : 65536;
-		uint8_t *nb;
-
-		while (ncap < log->nthreads + len)
-			ncap *= 2;
-		nb = realloc(log->threads, ncap);
-		if (!nb)
-			return -ENOMEM;
-		log->threads = nb;
-		log->threads_cap = ncap;
-	}
+	if (plabel_grow_to(&log->threads, &log->threads_cap,
+			   log->nthreads + len, 1))
+		return -ENOMEM;
 	memcpy(log->threads + log->nthreads, rec, len);
 	log->nthreads += len;
 	return 0;
