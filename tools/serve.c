@@ -71,6 +71,7 @@
 #include "collect.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
+#include "peer.h"
 #include "serve.h"
 #include "session.h"
 #include "stream.h"
@@ -324,6 +325,14 @@ struct serve {
 	uint64_t every_ns;	/* record --every: rotate windows */
 	const char *out_dir;
 	unsigned int files_failed;
+	struct sockaddr_storage local;	/* peer_check's, copied */
+	int check_peer;
+	int remote_ok;
+	uid_t allow[PLABEL_SERVE_MAX_ALLOW];
+	unsigned int nallow;
+	uint64_t refused;	/* connections not taken */
+	uint64_t refused_said;	/* of them, told on stderr */
+	uint64_t refused_ns;	/* when last told */
 
 	/* the reader's */
 	struct serve_log log;
@@ -1243,6 +1252,55 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 	return MHD_YES;
 }
 
+/*
+ * Profiles show the names, stacks and labels of every process sampled,
+ * so of this host's users only those who could read them anyway take
+ * them: root, the server's own user, and --allow-user's. Anything else
+ * is closed at once, before it holds a connection slot; one line on
+ * stderr says so, at most every 10 s. Called on MHD's one polling
+ * thread only.
+ */
+static enum MHD_Result serve_accept(void *cls, const struct sockaddr *addr,
+				    socklen_t addrlen)
+{
+	struct serve *srv = cls;
+	uid_t uid = (uid_t)-1;
+	unsigned int i;
+	uint64_t now;
+	int ret;
+
+	(void)addrlen;
+	if (!srv->check_peer)
+		return MHD_YES;
+	ret = plabel_peer_uid((const struct sockaddr *)&srv->local, addr, &uid);
+	if (ret == -ENOENT && srv->remote_ok)
+		return MHD_YES;	/* not on this host */
+	if (!ret) {
+		if (uid == 0 || uid == geteuid())
+			return MHD_YES;
+		for (i = 0; i < srv->nallow; i++)
+			if (uid == srv->allow[i])
+				return MHD_YES;
+	}
+	srv->refused++;
+	now = serve_now_ns();
+	if (srv->refused_said && now - srv->refused_ns < 10000000000ULL)
+		return MHD_NO;
+	if (ret)
+		fprintf(stderr, "plabel serve: refused a connection: its owner is unknown (%s)",
+			strerror(-ret));
+	else
+		fprintf(stderr, "plabel serve: refused a connection from uid %u: only root, uid %u and --allow-user users read profiles",
+			(unsigned int)uid, (unsigned int)geteuid());
+	if (srv->refused - srv->refused_said > 1)
+		fprintf(stderr, " (%" PRIu64 " refused since the last report)",
+			srv->refused - srv->refused_said);
+	fputc('\n', stderr);
+	srv->refused_said = srv->refused;
+	srv->refused_ns = now;
+	return MHD_NO;
+}
+
 static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 				     const char *url, const char *method,
 				     const char *version,
@@ -1327,7 +1385,8 @@ void plabel_serve_usage(FILE *f)
 {
 	fputs("usage: plabel serve [--listen HOST:PORT | --unix PATH] [-a | -p PID[,PID..]]\n"
 	      "                    [-F HZ] [-g fp|dwarf] [--max-seconds N] [--max-requests N]\n"
-	      "                    [--sanitize-labels] [--allow-remote]\n"
+	      "                    [--sanitize-labels] [--allow-user USER[,USER..]]\n"
+	      "                    [--allow-remote]\n"
 	      "\n"
 	      "Sample for as long as it runs and serve labeled profiles over HTTP\n"
 	      "on Go's net/http/pprof paths, for go tool pprof, Parca, Grafana Alloy\n"
@@ -1340,12 +1399,16 @@ void plabel_serve_usage(FILE *f)
 	      "Other Go paths (allocs, heap, block, mutex, goroutine) answer 404\n"
 	      "with the reason. One line on stderr says where it listens; SIGINT\n"
 	      "or SIGTERM stops it (exit status 0). A profile shows the names,\n"
-	      "stacks and labels of every process sampled: keep it on loopback.\n"
+	      "stacks and labels of every process sampled: keep it on loopback,\n"
+	      "where it takes connections only from root, its own user and\n"
+	      "--allow-user's users, and closes the others'.\n"
 	      "\n"
 	      "  -l, --listen ADDR      HOST:PORT, [IPV6]:PORT or :PORT (default\n"
 	      "                         " PLABEL_SERVE_DEFAULT_LISTEN "); port 0 picks a free one\n"
 	      "  -u, --unix PATH        a Unix socket instead, mode 0600\n"
-	      "      --allow-remote     allow a --listen address that is not loopback\n"
+	      "      --allow-user USERS these users' connections too (names or uids)\n"
+	      "      --allow-remote     allow a --listen address that is not loopback:\n"
+	      "                         anyone who reaches it reads profiles\n"
 	      "  -a, --all-cpus         every process on the system (the default)\n"
 	      "  -p, --pid PID[,PID..]  these processes (and threads) only\n"
 	      "  -F, --freq HZ          samples per second per CPU, 1.." PLABEL_STR(PLABEL_MAX_SAMPLE_HZ) "\n"
@@ -1641,6 +1704,17 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->max_requests = cfg->max_requests;
 	srv->sanitize = cfg->sanitize;
 	srv->hz = cfg->hz;
+	if (cfg->peer_check) {
+		const struct sockaddr *sa = cfg->peer_check;
+
+		memcpy(&srv->local, sa, sa->sa_family == AF_INET ?
+		       sizeof(struct sockaddr_in) :
+		       sizeof(struct sockaddr_in6));
+		srv->check_peer = 1;
+		srv->remote_ok = cfg->remote_ok;
+		srv->nallow = cfg->nallow;
+		memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof(uid_t));
+	}
 	srv->ready_tail = &srv->ready;
 	srv->t0_ns = serve_now_ns();
 	srv->wall0_ns = serve_wall_ns();
@@ -1688,7 +1762,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	}
 	srv->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 				    MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME,
-				    0, NULL, NULL, serve_handler, srv,
+				    0, serve_accept, srv, serve_handler, srv,
 				    MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				    MHD_OPTION_CONNECTION_TIMEOUT,
 				    (unsigned int)PLABEL_SERVE_CONN_TIMEOUT_S,
@@ -1748,6 +1822,7 @@ int plabel_cmd_serve(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "allow-remote", no_argument, NULL, 'R' },
+		{ "allow-user", required_argument, NULL, 'U' },
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -1760,7 +1835,9 @@ int plabel_cmd_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static int32_t pids[PLABEL_MAX_PIDS];
+	static uid_t allow[PLABEL_SERVE_MAX_ALLOW];
 	struct plabel_serve_cfg cfg = {
+		.allow = allow,
 		.max_seconds = PLABEL_SERVE_MAX_SECONDS,
 		.max_requests = PLABEL_SERVE_MAX_REQUESTS,
 	};
@@ -1787,6 +1864,18 @@ int plabel_cmd_serve(int argc, char **argv)
 			break;
 		case 'R':
 			remote = 1;
+			break;
+		case 'U':
+			ret = plabel_serve_parse_users(optarg, allow,
+						       &cfg.nallow,
+						       PLABEL_SERVE_MAX_ALLOW);
+			if (ret) {
+				fprintf(stderr, ret == -ENOENT ?
+					"plabel serve: bad --allow-user '%s': no such user\n" :
+					"plabel serve: bad --allow-user '%s': user names or uids, comma-separated, at most " PLABEL_STR(PLABEL_SERVE_MAX_ALLOW) "\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'a':
 			all = 1;
@@ -1868,6 +1957,19 @@ int plabel_cmd_serve(int argc, char **argv)
 				listen_arg);
 			return 2;
 		}
+		if (plabel_serve_is_wildcard((struct sockaddr *)&ss)) {
+			if (cfg.nallow) {
+				fprintf(stderr, "plabel serve: --allow-user needs a --listen address that is not a wildcard: on %s local users cannot be told from remote ones\n",
+					listen_arg);
+				return 2;
+			}
+		} else {
+			cfg.peer_check = (struct sockaddr *)&ss;
+			cfg.remote_ok = remote;
+		}
+	} else if (cfg.nallow) {
+		fprintf(stderr, "plabel serve: --allow-user is for --listen: a --unix socket is its owner's (mode 0600)\n");
+		return 2;
 	}
 
 	fd = plabel_open_device();
