@@ -126,4 +126,15 @@ END {
 	printf "   kernel vmalloc bytes per ring (per CPU) %s (ring_kb %s)\n", g("memory.vmalloc_bytes_per_ring"), g("memory.ring_kb_sysctl")
 	printf "   plabel record peak RSS KiB, fp/dwarf 999 Hz  %s / %s\n", \
 		g("memory.record_fp_999hz_maxrss_kb"), g("memory.record_dwarf_999hz_maxrss_kb")
+	print ""
+
+	print "6. plabel serve'"'"'s CPU (VM, 99 Hz on every CPU, one busy thread), % of one CPU"
+	printf "   plabel record -a, 30 s (anchor)        %s\n", g("serve.record_cpu_pct")
+	printf "   serve, 30 s without a request          %s   (/ record: %s)\n", \
+		g("serve.idle_cpu_pct"), r("serve.idle_cpu_pct", "serve.record_cpu_pct")
+	printf "   serve, a 10 s scrape every 10 s        %s   (/ record: %s; %s of 3 answered,\n", \
+		g("serve.scrape_cpu_pct"), r("serve.scrape_cpu_pct", "serve.record_cpu_pct"), \
+		g("serve.scrapes_ok")
+	printf "                                          median %s ms from request to answer)\n", \
+		g("serve.scrape_ms")
 }' "$1"

@@ -325,7 +325,7 @@ struct serve {
 	uint64_t every_ns;	/* record --every: rotate windows */
 	const char *out_dir;
 	unsigned int files_failed;
-	struct sockaddr_storage local;	/* peer_check's, copied */
+	struct sockaddr_storage local;	/* the listener's, for check_peer */
 	int check_peer;
 	int remote_ok;
 	uid_t allow[PLABEL_SERVE_MAX_ALLOW];
@@ -1704,23 +1704,27 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->max_requests = cfg->max_requests;
 	srv->sanitize = cfg->sanitize;
 	srv->hz = cfg->hz;
-	if (cfg->peer_check) {
-		const struct sockaddr *sa = cfg->peer_check;
-
-		memcpy(&srv->local, sa, sa->sa_family == AF_INET ?
-		       sizeof(struct sockaddr_in) :
-		       sizeof(struct sockaddr_in6));
-		srv->check_peer = 1;
-		srv->remote_ok = cfg->remote_ok;
-		srv->nallow = cfg->nallow;
-		memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof(uid_t));
-	}
 	srv->ready_tail = &srv->ready;
 	srv->t0_ns = serve_now_ns();
 	srv->wall0_ns = serve_wall_ns();
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	pthread_cond_init(&srv->gone, NULL);
+	if (cfg->check_peer) {
+		socklen_t len = sizeof(srv->local);
+
+		/* the port bound, which --listen's :0 does not say */
+		if (getsockname(listen_fd, (struct sockaddr *)&srv->local,
+				&len)) {
+			fprintf(stderr, "plabel serve: getsockname: %s\n",
+				strerror(errno));
+			goto out;
+		}
+		srv->check_peer = 1;
+		srv->remote_ok = cfg->remote_ok;
+		srv->nallow = cfg->nallow;
+		memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof(uid_t));
+	}
 	srv->rbuf = malloc(PLABEL_SERVE_READ_BUF);
 	if (!srv->rbuf || pipe2(srv->wake, O_CLOEXEC | O_NONBLOCK)) {
 		fprintf(stderr, "plabel serve: out of memory\n");
@@ -1964,7 +1968,7 @@ int plabel_cmd_serve(int argc, char **argv)
 				return 2;
 			}
 		} else {
-			cfg.peer_check = (struct sockaddr *)&ss;
+			cfg.check_peer = 1;
 			cfg.remote_ok = remote;
 		}
 	} else if (cfg.nallow) {

@@ -111,13 +111,13 @@ struct plabel_serve_cfg {
 	uint64_t every_ns;
 	const char *out_dir;
 	/*
-	 * The listener's own address, when it is not a wildcard: a
-	 * connection from this host is taken only from root, the server's
-	 * user or one of allow[] (see tools/peer.h); one from elsewhere
-	 * only with remote_ok. NULL: anyone who can connect (a wildcard
-	 * address, a Unix socket, tests).
+	 * On a listener whose address is not a wildcard: a connection from
+	 * this host is taken only from root, the server's user or one of
+	 * allow[] (see tools/peer.h); one from elsewhere only with
+	 * remote_ok. 0: anyone who can connect (a wildcard address, a Unix
+	 * socket, tests).
 	 */
-	const struct sockaddr *peer_check;
+	int check_peer;
 	const uid_t *allow;
 	unsigned int nallow;
 	int remote_ok;		/* a peer not on this host is taken */

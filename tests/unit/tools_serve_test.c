@@ -373,8 +373,7 @@ static void srv_start(struct __test_metadata *_metadata,
 			.max_seconds = 5,
 			.max_requests = max_requests,
 			.sanitize = sanitize,
-			.peer_check = srv_check_peer ?
-				      (struct sockaddr *)&sin : NULL,
+			.check_peer = srv_check_peer,
 			.allow = srv_allow,
 			.nallow = srv_nallow,
 		};
