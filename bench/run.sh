@@ -3,7 +3,8 @@
 #
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
 # throughput, aggregation on long recordings), then bench/vm.sh in a VM
-# (label cost, sampling overhead beside perf, accuracy beside Go, kernel
+# (label cost, sampling overhead beside perf, accuracy beside Go, serve's
+# own CPU, kernel
 # memory) and twice more for the overhead in VMs that count instructions
 # (1 and 2 vCPUs), prints a table and writes build/bench/results.json,
 # copied to bench/results.json.
@@ -109,7 +110,7 @@ if ! command -v perf >/dev/null 2>&1; then
 	apt-get install -y linux-perf >/dev/null 2>&1 ||
 		log "no perf: the perf columns stay empty"
 fi
-log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, memory; takes minutes"
+log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, serve, memory; takes minutes"
 rm -rf "$B/vm"
 PLABEL_BENCH_REPS=${BENCH_REPS:-3} PLABEL_BENCH_SPIN_MS=${BENCH_SPIN_MS:-1500} \
 PLABEL_VM_QUIET=1 scripts/plabel-vm --kernel "${BENCH_KERNEL:-6.1}" \

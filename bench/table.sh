@@ -129,7 +129,7 @@ END {
 	print ""
 
 	print "6. plabel serve'"'"'s CPU (VM, 99 Hz on every CPU, one busy thread), % of one CPU"
-	printf "   plabel record -a, 30 s (anchor)        %s\n", g("serve.record_cpu_pct")
+	printf "   record -a --duration 30, start to files %s\n", g("serve.record_cpu_pct")
 	printf "   serve, 30 s without a request          %s   (/ record: %s)\n", \
 		g("serve.idle_cpu_pct"), r("serve.idle_cpu_pct", "serve.record_cpu_pct")
 	printf "   serve, a 10 s scrape every 10 s        %s   (/ record: %s; %s of 3 answered,\n", \

@@ -251,7 +251,7 @@ fi
 if want serve; then
 log "serve's CPU"
 proc_cpu_ns() {
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1e9 / hz }' \
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / hz }' \
 		"/proc/$1/stat"
 }
 now_ns() { date +%s%N; }
