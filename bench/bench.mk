@@ -3,7 +3,8 @@
 # Benchmarks (included by the top Makefile):
 #   make bench     label cost, sampling overhead beside perf, accuracy beside
 #                  Go's profiler, reader throughput, the collector's memory
-#                  and ingest on long recordings, memory; prints a table
+#                  and ingest on long recordings, serve's CPU, memory;
+#                  prints a table
 #                  and writes bench/results.json (see
 #                  Documentation/performance.rst)
 # Not part of make check: it prints figures, it never fails on speed.

@@ -4,8 +4,7 @@
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
 # throughput, aggregation on long recordings), then bench/vm.sh in a VM
 # (label cost, sampling overhead beside perf, accuracy beside Go, serve's
-# own CPU, kernel
-# memory) and twice more for the overhead in VMs that count instructions
+# own CPU, kernel memory) and twice more for the overhead in VMs that count instructions
 # (1 and 2 vCPUs), prints a table and writes build/bench/results.json,
 # copied to bench/results.json.
 # Figures only: nothing here fails on speed.
