@@ -91,140 +91,123 @@ static int p_accept_from(int lfd, const struct sockaddr_storage *srv,
 	return fd;
 }
 
-static void p_reap(pid_t child)
-{
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-}
-
 FIXTURE(peer) {
-	int lfd;
-	struct sockaddr_storage srv;
+	int lfd, fd;
+	pid_t child;
+	struct sockaddr_storage srv, l, p;	/* listener; accepted ends */
 };
 
 FIXTURE_SETUP(peer)
 {
+	self->lfd = self->fd = -1;
+	self->child = 0;
 	if (geteuid())
 		SKIP(return, "needs root to connect as another user");
-	self->lfd = -1;
 }
 
 FIXTURE_TEARDOWN(peer)
 {
+	if (self->child > 0) {
+		kill(self->child, SIGKILL);
+		waitpid(self->child, NULL, 0);
+	}
+	if (self->fd >= 0)
+		close(self->fd);
 	if (self->lfd >= 0)
 		close(self->lfd);
 }
 
+/*
+ * A listener on addr, and a connection to it from a child of uid over
+ * family, accepted: 0, or -1 when addr cannot be listened on here.
+ */
+static int p_connect(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(peer) *self, const char *addr, int family,
+		     uid_t uid)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+
+	if (inet_pton(AF_INET, addr, &a4.sin_addr) == 1)
+		self->lfd = p_listen((struct sockaddr *)&a4, sizeof(a4),
+				     &self->srv);
+	else if (inet_pton(AF_INET6, addr, &a6.sin6_addr) == 1)
+		self->lfd = p_listen((struct sockaddr *)&a6, sizeof(a6),
+				     &self->srv);
+	if (self->lfd < 0)
+		return -1;
+	self->fd = p_accept_from(self->lfd, &self->srv, family, uid,
+				 &self->child, &self->l, &self->p);
+	EXPECT_LE(0, self->fd);
+	return self->fd < 0 ? -1 : 0;
+}
+
+/* plabel_peer_uid() of the accepted connection: its result, *uid */
+static int p_uid(FIXTURE_DATA(peer) *self, uid_t *uid)
+{
+	return plabel_peer_uid((struct sockaddr *)&self->l,
+			       (struct sockaddr *)&self->p, uid);
+}
+
 TEST_F(peer, ipv4_names_the_clients_user)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_storage l, p;
 	uid_t uid = 1;
-	pid_t child;
-	int fd;
 
-	self->lfd = p_listen((struct sockaddr *)&a, sizeof(a), &self->srv);
-	ASSERT_LE(0, self->lfd);
-	fd = p_accept_from(self->lfd, &self->srv, AF_INET, P_NOBODY, &child,
-			   &l, &p);
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&l,
-				     (struct sockaddr *)&p, &uid));
+	ASSERT_EQ(0, p_connect(_metadata, self, "127.0.0.1", AF_INET,
+			       P_NOBODY));
+	EXPECT_EQ(0, p_uid(self, &uid));
 	EXPECT_EQ(P_NOBODY, uid);
 	/* our own end is root's: the lookup is of the client's end */
-	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&p,
-				     (struct sockaddr *)&l, &uid));
+	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&self->p,
+				     (struct sockaddr *)&self->l, &uid));
 	EXPECT_EQ(0, uid);
-	p_reap(child);
-	close(fd);
 }
 
 TEST_F(peer, root_client_is_root)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_storage l, p;
 	uid_t uid = 1;
-	pid_t child;
-	int fd;
 
-	self->lfd = p_listen((struct sockaddr *)&a, sizeof(a), &self->srv);
-	ASSERT_LE(0, self->lfd);
-	fd = p_accept_from(self->lfd, &self->srv, AF_INET, 0, &child, &l, &p);
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&l,
-				     (struct sockaddr *)&p, &uid));
+	ASSERT_EQ(0, p_connect(_metadata, self, "127.0.0.1", AF_INET, 0));
+	EXPECT_EQ(0, p_uid(self, &uid));
 	EXPECT_EQ(0, uid);
-	p_reap(child);
-	close(fd);
 }
 
 TEST_F(peer, ipv6_names_the_clients_user)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
-				  .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	struct sockaddr_storage l, p;
 	uid_t uid = 1;
-	pid_t child;
-	int fd;
 
-	self->lfd = p_listen((struct sockaddr *)&a, sizeof(a), &self->srv);
-	if (self->lfd < 0)
+	if (p_connect(_metadata, self, "::1", AF_INET6, P_NOBODY))
 		SKIP(return, "no IPv6 loopback here");
-	fd = p_accept_from(self->lfd, &self->srv, AF_INET6, P_NOBODY, &child,
-			   &l, &p);
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&l,
-				     (struct sockaddr *)&p, &uid));
+	EXPECT_EQ(0, p_uid(self, &uid));
 	EXPECT_EQ(P_NOBODY, uid);
-	p_reap(child);
-	close(fd);
 }
 
 TEST_F(peer, ipv4_client_of_an_ipv6_listener)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
-	struct sockaddr_storage l, p;
 	uid_t uid = 1;
-	pid_t child;
-	int fd;
 
-	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
-	self->lfd = p_listen((struct sockaddr *)&a, sizeof(a), &self->srv);
-	if (self->lfd < 0)
+	if (p_connect(_metadata, self, "::ffff:127.0.0.1", AF_INET,
+		      P_NOBODY))
 		SKIP(return, "no IPv6 here");
-	fd = p_accept_from(self->lfd, &self->srv, AF_INET, P_NOBODY, &child,
-			   &l, &p);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(AF_INET6, p.ss_family);
-	EXPECT_EQ(0, plabel_peer_uid((struct sockaddr *)&l,
-				     (struct sockaddr *)&p, &uid));
+	ASSERT_EQ(AF_INET6, self->p.ss_family);
+	EXPECT_EQ(0, p_uid(self, &uid));
 	EXPECT_EQ(P_NOBODY, uid);
-	p_reap(child);
-	close(fd);
 }
 
 TEST_F(peer, gone_client_names_nobody)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_storage l, p;
 	uid_t uid = 12345;
-	pid_t child;
-	int fd, ret;
+	int ret;
 
-	self->lfd = p_listen((struct sockaddr *)&a, sizeof(a), &self->srv);
-	ASSERT_LE(0, self->lfd);
-	fd = p_accept_from(self->lfd, &self->srv, AF_INET, P_NOBODY, &child,
-			   &l, &p);
-	ASSERT_LE(0, fd);
-	p_reap(child);	/* its socket is closed: no process holds it */
-	ret = plabel_peer_uid((struct sockaddr *)&l, (struct sockaddr *)&p,
-			      &uid);
+	ASSERT_EQ(0, p_connect(_metadata, self, "127.0.0.1", AF_INET,
+			       P_NOBODY));
+	/* its socket is closed: no process holds it */
+	kill(self->child, SIGKILL);
+	waitpid(self->child, NULL, 0);
+	self->child = 0;
+	ret = p_uid(self, &uid);
 	EXPECT_TRUE(ret == -ENOTCONN || ret == -ENOENT);
 	EXPECT_EQ(12345, uid);
-	close(fd);
 }
 
 TEST_F(peer, unknown_tuple_is_enoent)
