@@ -6,7 +6,7 @@
 PLABEL_LIB_VERSION	:= 1.0.0
 PLABEL_LIB_SONAME	:= libplabel.so.1
 LIB_DIR			:= $(B)/lib
-LIB_SRCS		:= libplabel/labels.c libplabel/thread.c
+LIB_SRCS		:= libplabel/labels.c libplabel/otel.c libplabel/thread.c
 LIB_HDRS		:= libplabel/plabel.h libplabel/internal.h \
 			   include/uapi/plabel_uapi.h
 LIB_OBJS		:= $(LIB_SRCS:libplabel/%.c=$(LIB_DIR)/obj/%.o)
