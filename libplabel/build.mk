@@ -52,6 +52,7 @@ ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC) $(LIB_DIR)/pkgconfig/plabel.pc
 # Tests link the static library (VM tests then need nothing installed).
 TEST_DEPS	+= $(LIB_A)
 TEST_LDLIBS	+= $(LIB_A) -lpthread
+TEST_DEPS_lib_otel_test	+= tests/unit/otel_decode.h
 # Tests include <plabel.h> as applications do.
 $(B)/tests/%: ALL_CFLAGS += -Ilibplabel
 
