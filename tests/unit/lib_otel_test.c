@@ -274,6 +274,8 @@ TEST(limits)
 
 #define NTHREADS 6
 
+static pthread_barrier_t all_done;
+
 struct worker {
 	pthread_t th;
 	int id;
@@ -303,7 +305,10 @@ static void *worker_fn(void *arg)
 		    memcmp(r + 30, val, strlen(val)))
 			w->bad++;
 	}
+	/* Every thread's last set alive at once: distinct records. */
 	w->rec = otel_thread_ctx_v1;
+	pthread_barrier_wait(&all_done);
+	pthread_barrier_wait(&all_done);
 	return NULL;
 }
 
@@ -312,17 +317,20 @@ TEST(threads_see_their_own)
 	struct worker w[NTHREADS];
 	int i;
 
+	ASSERT_EQ(0, pthread_barrier_init(&all_done, NULL, NTHREADS + 1));
 	for (i = 0; i < NTHREADS; i++) {
 		w[i] = (struct worker){ .id = i };
 		ASSERT_EQ(0, pthread_create(&w[i].th, NULL, worker_fn, &w[i]));
 	}
+	pthread_barrier_wait(&all_done);
+	/* Each ended on its own value, so on its own record. */
+	for (i = 1; i < NTHREADS; i++)
+		EXPECT_NE(w[0].rec, w[i].rec);
+	pthread_barrier_wait(&all_done);
 	for (i = 0; i < NTHREADS; i++) {
 		ASSERT_EQ(0, pthread_join(w[i].th, NULL));
 		EXPECT_EQ(0, w[i].bad);
 	}
-	/* Each ended on a different value, so on a different record. */
-	for (i = 1; i < NTHREADS; i++)
-		EXPECT_NE(w[0].rec, w[i].rec);
 	EXPECT_EQ(NULL, otel_thread_ctx_v1);
 }
 
