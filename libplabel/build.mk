@@ -53,6 +53,10 @@ ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC) $(LIB_DIR)/pkgconfig/plabel.pc
 TEST_DEPS	+= $(LIB_A)
 TEST_LDLIBS	+= $(LIB_A) -lpthread
 TEST_DEPS_lib_otel_test	+= tests/unit/otel_decode.h
+# The outside-reader test's child uses the shared library, as programs do.
+TEST_DEPS_lib_otel_reader_test	+= tests/unit/otel_decode.h $(LIB_SO)
+TEST_LDLIBS_lib_otel_reader_test += -L$(LIB_DIR) \
+	-Wl,-rpath,$(abspath $(LIB_DIR)) -lplabel
 # Tests include <plabel.h> as applications do.
 $(B)/tests/%: ALL_CFLAGS += -Ilibplabel
 
