@@ -47,7 +47,7 @@ ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_KMEM) $(BENCH_READER) \
 		   $(BENCH_AGGREGATE)
 
 .PHONY: bench bench-bins
-bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(PLABEL_BIN) $(LIB_SO) kmods
+bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(BENCH_LABEL_BASE) $(PLABEL_BIN) $(LIB_SO) kmods
 
 bench: bench-bins
 	BENCH_KERNEL=$(BENCH_KERNEL) BENCH_REPS=$(BENCH_REPS) bench/run.sh

@@ -35,12 +35,17 @@ emit machine.loadavg_before "$(cut -d' ' -f1 /proc/loadavg)"
 
 # --- 1. label cost on the host --------------------------------------------
 log "label cost (host)"
-$B/label_cost --ms 100 --go bench/label_cost_go >"$O/label_cost_host.txt" 2>&1
+$B/label_cost --ms 100 --go bench/label_cost_go --base $B/label_cost_base \
+	>"$O/label_cost_host.txt" 2>&1
 
 # label_keys FILE WHERE: "labels.WHERE.<op>.ns|allocs" and ratio lines
 label_keys() {
 	awk -v w="$2" '
 		function key(s) {
+			if (s ~ /^plabel_switch \/ base/) return "ratio_switch_vs_base"
+			if (s ~ /^plabel_switch - base/) return "switch_minus_base_ns"
+			if (s ~ /^base: plabel_switch/) return "plabel_switch_base"
+			if (s ~ /^plabel_switch, span/) return "plabel_switch_span"
 			if (s ~ /^plabel_switch \//) return "ratio_switch_vs_go"
 			if (s ~ /^plabel_do \//) return "ratio_do_vs_go"
 			if (s ~ /^plabel_switch/) return "plabel_switch"

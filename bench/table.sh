@@ -47,11 +47,15 @@ END {
 		g("machine.loadavg_after"), g("vm.ncpus"), g("vm.kernel")
 
 	print "1. label cost, ns/op (allocs/op)            host            vm"
-	n = split("plabel_switch plabel_set_cached plabel_do_cached plabel_new_set go_setgoroutinelabels go_pprof_do", ops, " ")
+	n = split("plabel_switch plabel_switch_base plabel_switch_span plabel_set_cached plabel_do_cached plabel_new_set go_setgoroutinelabels go_pprof_do", ops, " ")
 	for (i = 1; i <= n; i++)
 		printf "   %-36s %8s (%s) %8s (%s)\n", ops[i], \
 			g("labels.host." ops[i] ".ns"), g("labels.host." ops[i] ".allocs"), \
 			g("labels.vm." ops[i] ".ns"), g("labels.vm." ops[i] ".allocs")
+	printf "   %-36s %8s        %8s\n", "switch / base switch (no OTel)", \
+		g("labels.host.ratio_switch_vs_base"), g("labels.vm.ratio_switch_vs_base")
+	printf "   %-36s %8s        %8s     (goal <= 2)\n", "switch - base switch, ns", \
+		g("labels.host.switch_minus_base_ns"), g("labels.vm.switch_minus_base_ns")
 	printf "   %-36s %8s        %8s     (goal <= 1)\n", "switch / SetGoroutineLabels", \
 		g("labels.host.ratio_switch_vs_go"), g("labels.vm.ratio_switch_vs_go")
 	printf "   %-36s %8s        %8s     (goal <= 0.5)\n\n", "plabel_do / pprof.Do", \

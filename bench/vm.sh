@@ -39,7 +39,8 @@ emit vm.ncpus "$(nproc)"
 
 # --- 1. label cost ------------------------------------------------------
 want labels && log "label cost" &&
-$B/label_cost --ms 100 --go bench/label_cost_go >"$OUT/label_cost.txt" 2>&1
+$B/label_cost --ms 100 --go bench/label_cost_go --base $B/label_cost_base \
+	>"$OUT/label_cost.txt" 2>&1
 
 # --- 2. sampling overhead ------------------------------------------------
 log "calibrating the workload to ${SPIN_MS} ms"

@@ -310,7 +310,7 @@ static int plabel_clear_kstored(struct plabel_thread *t)
  * thread stopped (OTEP 4947), so compiler fences order the stores: the
  * pointer is NULL while the record is rewritten.
  */
-static __attribute__((noinline)) const void *
+static __attribute__((noinline, unused)) const void *
 plabel_otel_traced(struct plabel_thread *t, const struct plabel_labels *l)
 {
 	unsigned char *rec = t->otel_rec;
