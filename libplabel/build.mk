@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# libplabel: $(B)/lib/libplabel.so.1.0.0 (+ .so.1, .so links), libplabel.a,
+# libplabel: $(B)/lib/libplabel.so.1.1.0 (+ .so.1, .so links), libplabel.a,
 # plabel.pc; the ABI check host test; the label-cost benchmark; install.
 
-PLABEL_LIB_VERSION	:= 1.0.0
+PLABEL_LIB_VERSION	:= 1.1.0
 PLABEL_LIB_SONAME	:= libplabel.so.1
 LIB_DIR			:= $(B)/lib
 LIB_SRCS		:= libplabel/labels.c libplabel/otel.c libplabel/thread.c
