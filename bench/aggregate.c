@@ -21,7 +21,9 @@
  * time and fed to the collector (tools/collect.c, with plabel record's
  * flags), each buffer followed, as in plabel record, by the time before
  * which every record is in: the newest sample's time less MS (default
- * 2000, record's margin).
+ * 2000, record's margin; 0 before that, as record's first read() starts
+ * the merging). The collector merges before its own watermark too, the
+ * time every CPU's records have passed (see collect.h).
  *
  * Printed for each, as "LABEL.key value" lines (LABEL: 1M, 100M, ...):
  * samples, merged (distinct merged samples) and held (samples not merged
@@ -339,9 +341,10 @@ static int agg_run(const struct agg_cfg *cfg)
 		agg_fill(&g);
 		c0 = agg_thread_cpu();
 		ret = plabel_collect_buffer(col, g.buf, g.len);
-		if (!ret && g.newest > cfg->lag_ns)
+		if (!ret)
 			ret = plabel_collect_settled(col,
-						     g.newest - cfg->lag_ns);
+				g.newest > cfg->lag_ns ?
+				g.newest - cfg->lag_ns : 0);
 		cpu += agg_thread_cpu() - c0;
 		g.len = 0;
 	} while (!ret && g.made < cfg->samples);
