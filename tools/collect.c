@@ -103,6 +103,9 @@ struct plabel_collect {
 	struct plabel_agg *aggs;
 	size_t naggs, aggs_cap;
 	struct plabel_itab agg_tab;
+	/* by chain: 1 + the index of the last merged sample's, or 0 */
+	uint32_t *agg_hint;
+	size_t hint_cap;
 
 	struct plabel_weigher weigher;
 
@@ -130,6 +133,7 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_itab_free(&c->src_tab);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
+	free(c->agg_hint);
 	plabel_weigher_release(&c->weigher);
 	plabel_chains_release(&c->chains);
 	plabel_names_release(&c->names);
@@ -639,24 +643,65 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 					  (uint64_t)a->tname << 8)));
 }
 
+static int agg_same(const struct plabel_agg *a, const struct plabel_agg *k)
+{
+	return a->pid == k->pid && a->tid == k->tid && a->chain == k->chain &&
+	       a->gen == k->gen && a->set_id == k->set_id &&
+	       a->type == k->type && a->pname == k->pname &&
+	       a->tname == k->tname;
+}
+
+/* Merge count samples like k (its count aside) into a. */
+static void agg_merge(struct plabel_agg *a, const struct plabel_agg *k,
+		      uint64_t count)
+{
+	a->count += count;
+	a->nanos += k->nanos;
+	if (k->first < a->first)
+		a->first = k->first;
+}
+
+/*
+ * Remember agg i for k's chain: a chain's samples mostly have one
+ * thread, label set and image, so the next sample of the chain is looked
+ * up there first, without hashing.
+ */
+static void agg_hint_set(struct plabel_collect *c, const struct plabel_agg *k,
+			 size_t i)
+{
+	size_t old = c->hint_cap;
+
+	if (k->chain >= c->hint_cap) {
+		if (plabel_grow_to(&c->agg_hint, &c->hint_cap,
+				   (size_t)k->chain + 1, sizeof(*c->agg_hint)))
+			return;	/* no hint then */
+		memset(c->agg_hint + old, 0,
+		       (c->hint_cap - old) * sizeof(*c->agg_hint));
+	}
+	c->agg_hint[k->chain] = (uint32_t)i + 1;
+}
+
 /* Add count samples like k (its count aside), k->nanos with them. */
 static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		   uint64_t count)
 {
-	uint64_t h = agg_hash(k);
 	struct plabel_agg *a;
 	size_t i, pos = SIZE_MAX;
+	uint64_t h;
 
+	if (k->chain < c->hint_cap && c->agg_hint[k->chain]) {
+		a = &c->aggs[c->agg_hint[k->chain] - 1];
+		if (agg_same(a, k)) {
+			agg_merge(a, k, count);
+			return 0;
+		}
+	}
+	h = agg_hash(k);
 	while ((i = plabel_itab_next(&c->agg_tab, h, &pos)) != SIZE_MAX) {
 		a = &c->aggs[i];
-		if (a->pid == k->pid && a->tid == k->tid &&
-		    a->chain == k->chain && a->gen == k->gen &&
-		    a->set_id == k->set_id && a->type == k->type &&
-		    a->pname == k->pname && a->tname == k->tname) {
-			a->count += count;
-			a->nanos += k->nanos;
-			if (k->first < a->first)
-				a->first = k->first;
+		if (agg_same(a, k)) {
+			agg_merge(a, k, count);
+			agg_hint_set(c, k, i);
 			return 0;
 		}
 	}
@@ -667,6 +712,7 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 	a = &c->aggs[c->naggs];
 	*a = *k;
 	a->count = count;
+	agg_hint_set(c, k, c->naggs);
 	plabel_itab_put(&c->agg_tab, h, c->naggs++);
 	return 0;
 }
@@ -750,12 +796,27 @@ static int fold(struct plabel_collect *c)
 	memmove(c->samples + head, c->samples + c->head,
 		(k - c->head) * sizeof(*c->samples));
 	c->head = head;
-	held_note_blocks(c, head, end);
-	if (head > c->released) {
-		held_release(c->samples, c->released, head);
-		c->released = head;
+	k = c->nsamples - head;
+	if (k <= head) {
+		/*
+		 * Few are held (merging keeps up with the records): they move
+		 * to the front, and the next ones reuse the pages there
+		 * instead of faulting fresh ones in behind.
+		 */
+		memcpy(c->samples, c->samples + head, k * sizeof(*c->samples));
+		c->head = 0;
+		c->nsamples = k;
+		c->released = 0;
+		c->nbmin = (k + PLABEL_HELD_BLOCK - 1) / PLABEL_HELD_BLOCK;
+		held_note_blocks(c, 0, k);
+	} else {
+		held_note_blocks(c, head, end);
+		if (head > c->released) {
+			held_release(c->samples, c->released, head);
+			c->released = head;
+		}
 	}
-	c->fold_at = c->nsamples - head + PLABEL_FOLD_BATCH;
+	c->fold_at = c->nsamples - c->head + PLABEL_FOLD_BATCH;
 	return ret;
 }
 
