@@ -24,7 +24,10 @@
 #include "weigh.h"
 
 /* Settled samples are merged in batches of at least this many. */
-#define PLABEL_FOLD_BATCH	65536
+#define PLABEL_FOLD_BATCH	16384
+
+/* Merging asks for the merged sample this many held ones ahead. */
+#define PLABEL_FOLD_AHEAD	8
 
 /* Held samples, by block of this many, have their oldest time noted. */
 #define PLABEL_HELD_BLOCK	4096
@@ -777,6 +780,14 @@ static int fold(struct plabel_collect *c)
 	for (i = c->head; i < end; i++) {
 		const struct plabel_csample *s = &c->samples[i];
 
+		/* the merged sample a few ahead are likely to go to */
+		if (i + PLABEL_FOLD_AHEAD < end) {
+			uint32_t ch = c->samples[i + PLABEL_FOLD_AHEAD].chain;
+
+			if (ch < c->hint_cap && c->agg_hint[ch])
+				__builtin_prefetch(&c->aggs[c->agg_hint[ch] - 1]);
+		}
+
 		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
 		    s->time_ns < c->settled) {
 			int kind = sample_key(c, s, &a);
@@ -797,11 +808,12 @@ static int fold(struct plabel_collect *c)
 		(k - c->head) * sizeof(*c->samples));
 	c->head = head;
 	k = c->nsamples - head;
-	if (k <= head) {
+	if (k <= head / 4) {
 		/*
 		 * Few are held (merging keeps up with the records): they move
 		 * to the front, and the next ones reuse the pages there
-		 * instead of faulting fresh ones in behind.
+		 * instead of faulting fresh ones in behind. (Many held, they
+		 * stay, and held_room() moves them as it gives pages back.)
 		 */
 		memcpy(c->samples, c->samples + head, k * sizeof(*c->samples));
 		c->head = 0;
