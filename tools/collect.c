@@ -93,7 +93,7 @@ struct plabel_collect {
 	size_t cpu_cap;
 	uint32_t cpus_seen, ncpus;
 	uint8_t merging;	/* plabel_collect_settled() was called */
-	uint8_t wm_off;		/* a CPU number beyond PLABEL_WM_MAX_CPUS */
+	uint8_t wm_off;		/* a CPU at or over PLABEL_WM_MAX_CPUS */
 	/* the (pid, label set) pairs of held samples, named by index */
 	struct plabel_src {
 		uint32_t pid, reserved;
@@ -785,7 +785,8 @@ static int fold(struct plabel_collect *c)
 			uint32_t ch = c->samples[i + PLABEL_FOLD_AHEAD].chain;
 
 			if (ch < c->hint_cap && c->agg_hint[ch])
-				__builtin_prefetch(&c->aggs[c->agg_hint[ch] - 1]);
+				__builtin_prefetch(c->aggs +
+						   c->agg_hint[ch] - 1);
 		}
 
 		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
