@@ -102,11 +102,11 @@ END {
 		g("reader.long_merged.held_max"), g("reader.long_merged.merged")
 	printf "   peak RSS merged / held: %s\n\n", r("reader.long_merged.maxrss_kb", "reader.long.maxrss_kb")
 
-	print "4b. aggregation on arrival (host): 10000 stacks, the CPUs' watermark and record's 2 s margin,"
+	print "4b. aggregation on arrival (host): 10000 stacks, merged by the CPUs watermark and record 2 s margin,"
 	print "   goals: RSS within 10 %, ingest >= 13 M/CPU-s; 1 idle: a 65th CPU sends nothing"
 	print "   rate             samples  held at end  merged  peak RSS KiB  ingest/CPU-s"
 	split("10khz 99hz 10khz_idle", rates, " ")
-	split("10 kHz x 64,99 Hz x 64,10 kHz, 1 idle", rname, ",")
+	split("10 kHz x 64;99 Hz x 64;10 kHz, 1 idle", rname, ";")
 	split("1M 100M", ns, " ")
 	for (q = 1; q <= 3; q++)
 		for (m = 1; m <= 2; m++)
