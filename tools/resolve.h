@@ -36,6 +36,7 @@ struct plabel_agg {
 	uint32_t reserved;
 	uint64_t count;
 	uint64_t nanos;		/* CPU nanoseconds, SAMPLE only */
+	uint64_t first;		/* arrival number of the first (collector's) */
 };
 
 /* What samples are resolved against; the lsets sorted. */

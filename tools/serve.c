@@ -1422,22 +1422,6 @@ void plabel_serve_usage(FILE *f)
 	      "  -h, --help             show this help\n", f);
 }
 
-static int serve_parse_uint(const char *arg, unsigned int lo, unsigned int hi,
-			    unsigned int *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (*arg < '0' || *arg > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* A listening TCP socket on ss; -1 after one message. */
 static int serve_listen_tcp(const struct sockaddr_storage *ss, socklen_t len,
 			    const char *arg, char *shown, size_t shown_len)
@@ -1852,6 +1836,7 @@ int plabel_cmd_serve(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen = 0;
 	uint32_t npids = 0;
+	unsigned long ul;
 	const char *why;
 	char shown[256];
 
@@ -1906,20 +1891,20 @@ int plabel_cmd_serve(int argc, char **argv)
 			}
 			break;
 		case 'S':
-			if (serve_parse_uint(optarg, 1, 86400,
-					     &cfg.max_seconds)) {
+			if (plabel_parse_ulong(optarg, 1, 86400, &ul)) {
 				fprintf(stderr, "plabel serve: bad --max-seconds '%s' (1..86400)\n",
 					optarg);
 				return 2;
 			}
+			cfg.max_seconds = ul;
 			break;
 		case 'M':
-			if (serve_parse_uint(optarg, 1, 1024,
-					     &cfg.max_requests)) {
+			if (plabel_parse_ulong(optarg, 1, 1024, &ul)) {
 				fprintf(stderr, "plabel serve: bad --max-requests '%s' (1..1024)\n",
 					optarg);
 				return 2;
 			}
+			cfg.max_requests = ul;
 			break;
 		case 'Z':
 			cfg.sanitize = 1;

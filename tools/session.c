@@ -34,7 +34,8 @@ int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
 	return *n ? 0 : -EINVAL;
 }
 
-int plabel_parse_hz(const char *arg, unsigned long *hz)
+int plabel_parse_ulong(const char *arg, unsigned long lo, unsigned long hi,
+		       unsigned long *out)
 {
 	unsigned long v;
 	char *end;
@@ -43,10 +44,15 @@ int plabel_parse_hz(const char *arg, unsigned long *hz)
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(arg, &end, 10);
-	if (errno || *end || !v || v > PLABEL_MAX_SAMPLE_HZ)
+	if (errno || *end || v < lo || v > hi)
 		return -EINVAL;
-	*hz = v;
+	*out = v;
 	return 0;
+}
+
+int plabel_parse_hz(const char *arg, unsigned long *hz)
+{
+	return plabel_parse_ulong(arg, 1, PLABEL_MAX_SAMPLE_HZ, hz);
 }
 
 int plabel_parse_callchain(const char *arg, uint32_t *mode)

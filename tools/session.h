@@ -11,6 +11,13 @@
 /* "PID[,PID..]" into pids[PLABEL_MAX_PIDS]. 0, -EINVAL or -E2BIG. */
 int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n);
 
+/*
+ * A decimal number lo..hi, digits only (no sign, space or suffix). 0 or
+ * -EINVAL.
+ */
+int plabel_parse_ulong(const char *arg, unsigned long lo, unsigned long hi,
+		       unsigned long *out);
+
 /* -F: 1..PLABEL_MAX_SAMPLE_HZ. 0 or -EINVAL. */
 int plabel_parse_hz(const char *arg, unsigned long *hz);
 

@@ -81,8 +81,7 @@ static int dec_sample(struct plabel_dec_rec *rec)
 	if (!rec->u.sample.has_regs) {
 		if (s->stack_size)
 			return -EBADMSG;
-		memset(rec->u.sample.regs, 0, sizeof(rec->u.sample.regs));
-		return 0;
+		return 0;	/* (regs are not to be read then) */
 	}
 	if (sizeof(rec->u.sample.regs) > rec->size - off)
 		return -EBADMSG;

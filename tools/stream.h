@@ -41,7 +41,7 @@ struct plabel_dec_rec {
 		struct {
 			struct plabel_rec_sample hdr;	/* SAMPLE and THREAD */
 			const uint8_t *ips;	/* nr_kernel + nr_user u64s */
-			int has_regs;
+			int has_regs;	/* regs, stack: set only then */
 			uint64_t regs[PLABEL_REGS_NR];
 			const uint8_t *stack;	/* hdr.stack_size bytes */
 		} sample;

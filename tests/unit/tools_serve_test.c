@@ -27,6 +27,7 @@
 #include "kselftest/kselftest_harness.h"
 #include "../../tools/profile.h"
 #include "../../tools/serve.h"
+#include "../../tools/session.h"
 #include "tools/stream_build.h"
 
 /* ---- parsing ---- */
@@ -135,6 +136,29 @@ TEST(seconds)
 	EXPECT_EQ(-EINVAL, plabel_serve_parse_seconds("5s", 300, &s, &why));
 	EXPECT_EQ(-EINVAL, plabel_serve_parse_seconds(
 				   "99999999999999999999999", 300, &s, &why));
+}
+
+/* --max-seconds, --max-requests and -F share one parser of bounded numbers */
+TEST(bounded_numbers)
+{
+	unsigned long v = 7;
+
+	EXPECT_EQ(0, plabel_parse_ulong("1", 1, 86400, &v));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, plabel_parse_ulong("86400", 1, 86400, &v));
+	EXPECT_EQ(86400, v);
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("0", 1, 86400, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("86401", 1, 86400, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("", 1, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("-1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("+1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong(" 1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("1s", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("99999999999999999999999", 0,
+					      ~0UL, &v));
+	EXPECT_EQ(86400, v);	/* untouched by the failures */
+	EXPECT_EQ(0, plabel_parse_hz("20000", &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_hz("0", &v));
 }
 
 TEST(filters)
