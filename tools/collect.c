@@ -14,6 +14,7 @@
 
 #include "collect.h"
 #include "chain.h"
+#include "join.h"
 #include "lset.h"
 #include "names.h"
 #include "proc.h"
@@ -44,6 +45,8 @@ struct plabel_collect {
 	uint64_t period_ns;
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
+	struct plabel_dec_rec *joined;	/* an OFFCPU record taken from join */
+	struct plabel_join join;	/* OFFCPU records and their ENDs */
 
 	struct plabel_lsets lsets;
 
@@ -120,6 +123,8 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_names_release(&c->names);
 	plabel_unwinder_free(c->unwinder);
 	plabel_spool_release(&c->spool);
+	plabel_join_release(&c->join);
+	free(c->joined);
 	free(c->rec);
 	free(c);
 }
@@ -417,8 +422,9 @@ found:
 	return 0;
 }
 
+/* A SAMPLE, THREAD or OFFCPU record (with its wait's nanos) held. */
 static int add_sample(struct plabel_collect *c,
-		      const struct plabel_dec_rec *r)
+		      const struct plabel_dec_rec *r, uint64_t nanos)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_csample *s;
@@ -429,6 +435,8 @@ static int add_sample(struct plabel_collect *c,
 	/* as the profile counts them: a late sample for each period */
 	if (r->type == PLABEL_REC_SAMPLE)
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
+	else if (r->type == PLABEL_REC_OFFCPU)
+		c->st.waits++;
 	else
 		c->st.threads++;
 	p = plabel_procs_get(&c->procs, h->pid);
@@ -495,7 +503,13 @@ static int add_sample(struct plabel_collect *c,
 	s->time_ns = h->time_ns;
 	s->periods_m1 = r->type == PLABEL_REC_SAMPLE ?
 			PLABEL_SAMPLE_PERIODS(h->flags) - 1 : 0;
-	if (r->type == PLABEL_REC_THREAD) {
+	if (r->type == PLABEL_REC_OFFCPU) {
+		s->flags |= PLABEL_CS_OFFCPU |
+			    (h->wait_kind << PLABEL_CS_WAIT_SHIFT &
+			     PLABEL_CS_WAIT_MASK);
+		s->weight = PLABEL_W_DONE;
+		s->value = nanos;
+	} else if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
 	} else if (h->flags & PLABEL_SAMPLE_CPUTIME) {
@@ -566,7 +580,7 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 {
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
-					 a->set_id + a->type +
+					 a->set_id + a->type + a->wait +
 					 ((uint64_t)a->pname << 40 ^
 					  (uint64_t)a->tname << 8)));
 }
@@ -584,7 +598,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		if (a->pid == k->pid && a->tid == k->tid &&
 		    a->chain == k->chain && a->gen == k->gen &&
 		    a->set_id == k->set_id && a->type == k->type &&
-		    a->pname == k->pname && a->tname == k->tname) {
+		    a->pname == k->pname && a->tname == k->tname &&
+		    a->wait == k->wait) {
 			a->count += count;
 			a->nanos += k->nanos;
 			return 0;
@@ -604,6 +619,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 /* The record type of held sample s. */
 static uint32_t csample_type(const struct plabel_csample *s)
 {
+	if (s->flags & PLABEL_CS_OFFCPU)
+		return PLABEL_REC_OFFCPU;
 	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
 	       PLABEL_REC_SAMPLE;
 }
@@ -634,7 +651,10 @@ static int sample_key(struct plabel_collect *c,
 	a->set_id = src->set_id;
 	a->type = csample_type(s);
 	a->count = plabel_csample_periods(s);
-	a->nanos = a->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	a->nanos = a->type == PLABEL_REC_THREAD ? 0 : s->value;
+	if (a->type == PLABEL_REC_OFFCPU)
+		a->wait = 1 + ((s->flags & PLABEL_CS_WAIT_MASK) >>
+			       PLABEL_CS_WAIT_SHIFT);
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
 		a->pname = plabel_proc_name_at(p, s->time_ns);
 		a->tname = plabel_names_thread_at(&c->names, s->tid,
@@ -695,6 +715,47 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 	return c->nsamples - c->head >= c->fold_at ? fold(c) : 0;
 }
 
+/*
+ * An OFFCPU record, joined with its END (join.h): held as a sample of the
+ * wait's length once both halves are in.
+ */
+static int add_offcpu(struct plabel_collect *c,
+		      const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	uint64_t end;
+	int ret = plabel_join_begin(&c->join, h->tid, h->time_ns, r->raw,
+				    r->size, c->settled, &end);
+
+	return ret > 0 ? add_sample(c, r, end - h->time_ns) : ret;
+}
+
+static int add_offcpu_end(struct plabel_collect *c,
+			  const struct plabel_rec_offcpu_end *e)
+{
+	struct plabel_dec d;
+	uint8_t *raw;
+	uint32_t size;
+	int ret = plabel_join_end(&c->join, e->tid, e->out_ns, e->time_ns,
+				  c->settled, &raw, &size);
+
+	if (ret <= 0)
+		return ret;
+	if (!c->joined)
+		c->joined = malloc(sizeof(*c->joined));
+	ret = -ENOMEM;
+	if (c->joined) {
+		plabel_dec_init(&d, raw, size);
+		/* (decoded once already: it decodes again) */
+		ret = plabel_dec_next(&d, c->joined) == 1 ?
+		      add_sample(c, c->joined, e->time_ns - e->out_ns) : 0;
+		/* the copy goes: what the spool holds of it, first */
+		plabel_spool_sync(&c->spool);
+	}
+	free(raw);
+	return ret;
+}
+
 /* Feed one decoded record. 0 or -ENOMEM. */
 static int collect_record(struct plabel_collect *c,
 			  const struct plabel_dec_rec *r)
@@ -714,7 +775,11 @@ static int collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
-		return add_sample(c, r);
+		return add_sample(c, r, 0);
+	case PLABEL_REC_OFFCPU:
+		return add_offcpu(c, r);
+	case PLABEL_REC_OFFCPU_END:
+		return add_offcpu_end(c, &r->u.offcpu_end);
 	case PLABEL_REC_LOST:
 		switch (r->u.lost.kind) {
 		case PLABEL_LOST_MAPPINGS:
@@ -811,9 +876,9 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-/* The profile of the samples of type type. 0 or -ENOMEM. */
+/* The profile of the samples of type type or type2. 0 or -ENOMEM. */
 static int build_one(struct plabel_collect *c, uint32_t type,
-		     struct plabel_prof *prof)
+		     uint32_t type2, struct plabel_prof *prof)
 {
 	const struct plabel_resolve_src src = {
 		.syms = c->syms,
@@ -831,12 +896,14 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 		return -ENOMEM;
 	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
-		if (c->aggs[i].type == type)
+		if (c->aggs[i].type == type ||
+		    (type2 && c->aggs[i].type == type2))
 			ret = plabel_resolver_add(r, &c->aggs[i]);
 	for (i = c->head; i < c->nsamples && !ret; i++) {
+		uint32_t t = csample_type(&c->samples[i]);
 		struct plabel_agg a;
 
-		if (csample_type(&c->samples[i]) == type &&
+		if ((t == type || (type2 && t == type2)) &&
 		    sample_key(c, &c->samples[i], &a))
 			ret = plabel_resolver_add(r, &a);
 	}
@@ -872,7 +939,8 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			goto err_free;
 		}
 		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
-		ret = build_one(c, plabel_kinds[k].rec_type, built[k]);
+		ret = build_one(c, plabel_kinds[k].rec_type,
+				plabel_kinds[k].rec_type2, built[k]);
 		if (ret)
 			goto err_free;
 	}
