@@ -149,7 +149,8 @@ static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
 #define PLABEL_PROBE_SWITCH_ARGS					\
 	void *data, bool preempt, struct task_struct *prev,		\
 	struct task_struct *next
-#define PLABEL_SWITCH_STATE(prev)	((unsigned int)READ_ONCE((prev)->state))
+#define PLABEL_SWITCH_STATE(prev)	\
+	((unsigned int)READ_ONCE((prev)->state))
 #endif
 
 /*

@@ -209,8 +209,10 @@ static void plabel_probe_switch(PLABEL_PROBE_SWITCH_ARGS)
 	bool out = !preempt && plabel_offcpu_leaves(prev, state);
 	bool in = !(next->flags & PF_KTHREAD) && !is_idle_task(next);
 
+	/* a kernel chain starts at the probe's caller */
 	if (out || in)
-		plabel_session_on_switch(prev, next, state, out, in);
+		plabel_session_on_switch(prev, next, state, out, in,
+					 __builtin_frame_address(0));
 }
 
 static const struct {

@@ -515,12 +515,10 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
  * From the sched_switch probe (offcpu.c): current leaves its CPU waiting,
  * in state, at now. Its OFFCPU record, then its slot in the session's
  * off-CPU table (taken first: without one, no record is written and one
- * is counted lost). The kernel chain starts at this function's caller
- * (then the probe, __schedule()). Interrupts are off, the runqueue lock
- * held.
+ * is counted lost). Interrupts are off, the runqueue lock held.
  */
 void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
-			  u64 now)
+			  u64 now, void *kfirst)
 {
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	struct plabel_rec_sample rec = {
@@ -550,8 +548,8 @@ void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
 	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
-	if (!plabel_emit_chain(s, &c->ring, &rec, kernel, NULL,
-			       __builtin_frame_address(0), uregs, top, NULL)) {
+	if (!plabel_emit_chain(s, &c->ring, &rec, kernel, NULL, kfirst, uregs,
+			       top, NULL)) {
 		plabel_offcpu_release(slot);
 		return;
 	}

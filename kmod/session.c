@@ -619,11 +619,11 @@ void plabel_session_on_comm(struct task_struct *task, const char *comm)
 /*
  * The sched_switch probe (offcpu.c), with out when prev leaves waiting,
  * in when next is a user thread: prev is current, the runqueue lock is
- * held, interrupts are off.
+ * held, interrupts are off. kfirst: the probe's frame.
  */
 void plabel_session_on_switch(struct task_struct *prev,
 			      struct task_struct *next, unsigned int state,
-			      bool out, bool in)
+			      bool out, bool in, void *kfirst)
 {
 	struct plabel_session *s;
 	u64 now = ktime_get_ns();
@@ -635,7 +635,7 @@ void plabel_session_on_switch(struct task_struct *prev,
 		if (in)
 			plabel_offcpu_in(s, next, now);
 		if (out && plabel_session_wants(s, prev->tgid))
-			plabel_sample_offcpu(s, state, now);
+			plabel_sample_offcpu(s, state, now, kfirst);
 	}
 	rcu_read_unlock();
 }

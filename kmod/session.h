@@ -62,7 +62,7 @@
 #define PLABEL_SCAN_HIST	64	/* mms whose last walk is kept */
 #define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
 #define PLABEL_WEIGHT_MAX	PLABEL_SAMPLE_PERIODS_MAX
-#define PLABEL_OFFCPU_BUCKETS	4096	/* off-CPU table, power of two */
+#define PLABEL_OFFCPU_BUCKETS	4096	/* off-CPU table, a power of 2 */
 #define PLABEL_OFFCPU_WAYS	4	/* slots per bucket */
 
 struct plabel_ring {
@@ -213,7 +213,7 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 /* session.c: the sched_switch probe's work (offcpu.c) */
 void plabel_session_on_switch(struct task_struct *prev,
 			      struct task_struct *next, unsigned int state,
-			      bool out, bool in);
+			      bool out, bool in, void *kfirst);
 
 /*
  * offcpu.c. The hook and the table's allocation in process context under
@@ -231,9 +231,12 @@ void plabel_offcpu_in(struct plabel_session *s, struct task_struct *next,
 		      u64 now);
 
 /* sample.c */
-/* from the switch probe: current leaves its CPU in state, at now */
+/*
+ * From the switch probe: current leaves its CPU in state, at now; a
+ * kernel chain starts at the caller of the frame at kfirst.
+ */
 void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
-			  u64 now);
+			  u64 now, void *kfirst);
 int plabel_sample_init(void);
 void plabel_sample_exit(void);
 int plabel_sample_start(struct plabel_session *s);

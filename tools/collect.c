@@ -45,7 +45,7 @@ struct plabel_collect {
 	uint64_t period_ns;
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
-	struct plabel_dec_rec *joined;	/* an OFFCPU record taken from join */
+	struct plabel_dec_rec *joined;	/* an OFFCPU record from join */
 	struct plabel_join join;	/* OFFCPU records and their ENDs */
 
 	struct plabel_lsets lsets;

@@ -393,15 +393,17 @@ struct plabel_rec_comm {
 #define PLABEL_RECORD_OFFCPU	(1U << 8)	/* off-CPU intervals */
 
 #define PLABEL_REC_OFFCPU	16	/* struct plabel_rec_sample */
-#define PLABEL_REC_OFFCPU_END	17	/* struct plabel_rec_offcpu_end */
+#define PLABEL_REC_OFFCPU_END	17	/* plabel_rec_offcpu_end */
 
 /* Why a thread left its CPU (struct plabel_rec_sample.wait_kind). */
 enum plabel_wait_kind {
 	PLABEL_WAIT_OTHER = 0,	/* none of the below */
-	PLABEL_WAIT_SLEEP = 1,	/* nanosleep(), clock_nanosleep(), pause() */
+	PLABEL_WAIT_SLEEP = 1,	/* nanosleep(), clock_nanosleep(),
+				 * pause() */
 	PLABEL_WAIT_IO = 2,	/* block I/O (iowait), or a file descriptor
 				 * call: read(), write(), recv(), poll(), ... */
-	PLABEL_WAIT_FUTEX = 3,	/* futex(): a mutex, condition variable, join */
+	PLABEL_WAIT_FUTEX = 3,	/* futex(): a mutex, condition variable,
+				 * join */
 };
 
 /* The longest offcpu_min_us (kernel.plabel.offcpu_min_us too): 10 s. */

@@ -558,7 +558,8 @@ static void oc_out(struct sbuf *b, uint64_t set, uint32_t tid, uint64_t t_ms,
  */
 TEST(offcpu_joined_and_weighed)
 {
-	static const char *const kva[] = { "w", "a" }, *const kvb[] = { "w", "b" };
+	static const char *const kva[] = { "w", "a" };
+	static const char *const kvb[] = { "w", "b" };
 	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
 	int64_t off_n[2] = { 0 }, off_ns[2] = { 0 }, wall_ns[2] = { 0 };
@@ -603,9 +604,9 @@ TEST(offcpu_joined_and_weighed)
 	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
 
 	ASSERT_EQ(2, plabel_prof_num_values(profs[PLABEL_PROF_OFFCPU]));
+	i = plabel_prof_default_index(profs[PLABEL_PROF_OFFCPU]);
 	EXPECT_STREQ("off-cpu",
-		     plabel_prof_sample_type(profs[PLABEL_PROF_OFFCPU],
-			plabel_prof_default_index(profs[PLABEL_PROF_OFFCPU])).type);
+		     plabel_prof_sample_type(profs[PLABEL_PROF_OFFCPU], i).type);
 	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_OFFCPU]);
 	     i++) {
 		const struct plabel_prof_label *w, *wait;
