@@ -37,3 +37,7 @@ for k in none cpu offcpu perf; do
 	echo "$k $(median <"$TMP/$k") ($(tr '\n' ' ' <"$TMP/$k"))"
 done
 grep -h "waits\|lost" "$TMP"/o2.log 2>/dev/null
+D=/sys/kernel/debug/plabel
+[ -r "$D/switch_calls" ] &&
+	awk -v c="$(cat $D/switch_calls)" -v n="$(cat $D/switch_ns_total)" \
+		'BEGIN { if (c) printf "switch probe: %d calls, %.0f ns each\n", c, n / c }'

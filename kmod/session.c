@@ -32,6 +32,7 @@
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -626,7 +627,7 @@ void plabel_session_on_switch(struct task_struct *prev,
 			      bool out, bool in, void *kfirst)
 {
 	struct plabel_session *s;
-	u64 now = ktime_get_ns();
+	u64 t0 = local_clock(), now = ktime_get_ns();
 
 	rcu_read_lock();
 	plabel_for_each_session(s) {
@@ -638,6 +639,8 @@ void plabel_session_on_switch(struct task_struct *prev,
 			plabel_sample_offcpu(s, state, now, kfirst);
 	}
 	rcu_read_unlock();
+	__this_cpu_add(plabel_stats.switch_ns, local_clock() - t0);
+	__this_cpu_inc(plabel_stats.switch_calls);
 }
 
 /* Session lifetime */
@@ -1095,6 +1098,8 @@ DEFINE_DEBUGFS_ATTRIBUTE(plabel_stat_##field##_fops,			\
 
 PLABEL_STAT_ATTR(samples);
 PLABEL_STAT_ATTR(offcpu);
+PLABEL_STAT_ATTR(switch_calls);
+PLABEL_STAT_ATTR(switch_ns);
 PLABEL_STAT_ATTR(records);
 PLABEL_STAT_ATTR(lost);
 PLABEL_STAT_ATTR(handler_calls);
@@ -1130,6 +1135,10 @@ int plabel_session_init(void)
 				   &plabel_stat_samples_fops);
 	debugfs_create_file_unsafe("offcpu", 0444, d, NULL,
 				   &plabel_stat_offcpu_fops);
+	debugfs_create_file_unsafe("switch_calls", 0444, d, NULL,
+				   &plabel_stat_switch_calls_fops);
+	debugfs_create_file_unsafe("switch_ns_total", 0444, d, NULL,
+				   &plabel_stat_switch_ns_fops);
 	debugfs_create_file_unsafe("records", 0444, d, NULL,
 				   &plabel_stat_records_fops);
 	debugfs_create_file_unsafe("lost", 0444, d, NULL,

@@ -175,6 +175,8 @@ struct plabel_session {
 struct plabel_stats {
 	u64 samples;		/* SAMPLE records written */
 	u64 offcpu;		/* OFFCPU records written */
+	u64 switch_calls;	/* switch probe calls with work to do */
+	u64 switch_ns;		/* local_clock() time in them */
 	u64 records;		/* all records written to rings */
 	u64 lost;		/* records dropped, ring full */
 	u64 handler_calls;
