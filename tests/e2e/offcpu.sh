@@ -38,12 +38,11 @@ ns() {
 		printf "%.0f\n", v * m }'
 }
 
-# total FILE [OPT..]: the total of `go tool pprof -top OPT..` in ns.
+# total FILE ENDPOINT: the value of its samples with that endpoint, in ns
+# (`go tool pprof -tags`'s total of the key, focused on the endpoint).
 total() {
-	_f=$1
-	shift
-	ns "$(e2e_pprof -top "$@" "$_f" |
-		sed -n 's/.* of \([0-9.]*[a-z]*\) total.*/\1/p' | head -1)"
+	ns "$(e2e_pprof -tags -tagfocus "endpoint=$2" "$1" |
+		awk '$1 == "endpoint:" && $2 == "Total" { print $3; exit }')"
 }
 
 # truth ENDPOINT FIELD: the program's elapsed_ns or cpu_ns of the thread.
@@ -119,7 +118,7 @@ check_kind /api/login futex wait_login
 # their CPU time, waits by their length).
 for ep in $EPS; do
 	want=$(truth "$ep" elapsed_ns)
-	got=$(total "$D/wall.pb.gz" -tagfocus "endpoint=$ep")
+	got=$(total "$D/wall.pb.gz" "$ep")
 	d=$(awk -v g="$got" -v w="$want" 'BEGIN { print 100 * (g - w) / w }')
 	echo "# $ep: wall $got ns in the profile, elapsed $want ns ($d%)"
 	t_ok "$ep: its wall total within 5% of its elapsed time" \
@@ -132,8 +131,8 @@ done
 D=$E2E_OUT/waiters-min
 t_ok "record --off-cpu --off-cpu-min 30ms exits 0" \
 	e2e_record "$D" --off-cpu --off-cpu-min 30ms -- "$E2E_BIN/waiters" 20
-login=$(total "$D/offcpu.pb.gz" -tagfocus "endpoint=/api/login")
-search=$(total "$D/offcpu.pb.gz" -tagfocus "endpoint=/api/search")
+login=$(total "$D/offcpu.pb.gz" /api/login)
+search=$(total "$D/offcpu.pb.gz" /api/search)
 echo "# with a 30 ms minimum: login waited $login ns, search $search ns"
 t_ok "30 ms minimum: search's 80 ms sleeps are all there" \
 	e2e_between "$search" 760000000 1000000000
