@@ -4,7 +4,7 @@
  * session with PLABEL_RECORD_OFFCPU runs, and each such session's table of
  * the threads it saw leave a CPU.
  *
- * When a followed thread leaves its CPU without being preempted, the probe
+ * When a followed thread leaves its CPU (to wait, or preempted), the probe
  * runs in that thread's context (current is prev, its mm still loaded):
  * sample.c writes an OFFCPU record there with the thread's labels and user
  * stack, taken as for a CPU sample, and the thread goes into the session's
@@ -195,18 +195,23 @@ void plabel_offcpu_in(struct plabel_session *s, struct task_struct *next,
 	plabel_session_committed(s, r);
 }
 
-/* A thread leaving in state that waits, as opposed to one that exits. */
+/* A user thread leaving, as opposed to one that exits. */
 static bool plabel_offcpu_leaves(struct task_struct *prev, unsigned int state)
 {
-	return state != TASK_RUNNING && !(state & TASK_DEAD) &&
-	       prev->mm && !(prev->flags & PLABEL_PF_NO_USER) &&
-	       !is_idle_task(prev);
+	return !(state & TASK_DEAD) && prev->mm &&
+	       !(prev->flags & PLABEL_PF_NO_USER) && !is_idle_task(prev);
 }
 
+/*
+ * A thread that leaves preempted (or yielding: it stays runnable) is
+ * recorded too, as TASK_RUNNING, of kind PLABEL_WAIT_PREEMPTED: its time
+ * in the run queue is neither CPU time nor a wait, and without it a
+ * thread's CPU and off-CPU time would not add up to its elapsed time.
+ */
 static void plabel_probe_switch(PLABEL_PROBE_SWITCH_ARGS)
 {
-	unsigned int state = PLABEL_SWITCH_STATE(prev);
-	bool out = !preempt && plabel_offcpu_leaves(prev, state);
+	unsigned int state = preempt ? TASK_RUNNING : PLABEL_SWITCH_STATE(prev);
+	bool out = plabel_offcpu_leaves(prev, state);
 	bool in = !(next->flags & PF_KTHREAD) && !is_idle_task(next);
 
 	/* a kernel chain starts at the probe's caller */

@@ -513,7 +513,7 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 
 /*
  * From the sched_switch probe (offcpu.c): current leaves its CPU waiting,
- * in state, at now. Its OFFCPU record, then its slot in the session's
+ * in state (TASK_RUNNING: preempted), at now. Its OFFCPU record, then its slot in the session's
  * off-CPU table (taken first: without one, no record is written and one
  * is counted lost). Interrupts are off, the runqueue lock held.
  */
@@ -527,7 +527,8 @@ void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
 		.pid = current->tgid,
 		.tid = current->pid,
 		.cpu = smp_processor_id(),
-		.wait_kind = plabel_offcpu_kind(),
+		.wait_kind = state == TASK_RUNNING ? PLABEL_WAIT_PREEMPTED :
+			     plabel_offcpu_kind(),
 		.wait_state = state,
 	};
 	struct pt_regs *uregs = plabel_user_regs(NULL);

@@ -876,9 +876,17 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-/* The profile of the samples of type type or type2. 0 or -ENOMEM. */
-static int build_one(struct plabel_collect *c, uint32_t type,
-		     uint32_t type2, struct plabel_prof *prof)
+/* Whether kind k takes merged sample a. */
+static int kind_takes(const struct plabel_kind *k, const struct plabel_agg *a)
+{
+	if (k->waits_only && a->wait == 1 + PLABEL_WAIT_PREEMPTED)
+		return 0;
+	return a->type == k->rec_type || (k->rec_type2 && a->type == k->rec_type2);
+}
+
+/* The profile of kind k's samples. 0 or -ENOMEM. */
+static int build_one(struct plabel_collect *c, const struct plabel_kind *k,
+		     struct plabel_prof *prof)
 {
 	const struct plabel_resolve_src src = {
 		.syms = c->syms,
@@ -896,15 +904,12 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 		return -ENOMEM;
 	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
-		if (c->aggs[i].type == type ||
-		    (type2 && c->aggs[i].type == type2))
+		if (kind_takes(k, &c->aggs[i]))
 			ret = plabel_resolver_add(r, &c->aggs[i]);
 	for (i = c->head; i < c->nsamples && !ret; i++) {
-		uint32_t t = csample_type(&c->samples[i]);
 		struct plabel_agg a;
 
-		if ((t == type || (type2 && t == type2)) &&
-		    sample_key(c, &c->samples[i], &a))
+		if (sample_key(c, &c->samples[i], &a) && kind_takes(k, &a))
 			ret = plabel_resolver_add(r, &a);
 	}
 	if (!ret)
@@ -939,8 +944,7 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			goto err_free;
 		}
 		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
-		ret = build_one(c, plabel_kinds[k].rec_type,
-				plabel_kinds[k].rec_type2, built[k]);
+		ret = build_one(c, &plabel_kinds[k], built[k]);
 		if (ret)
 			goto err_free;
 	}

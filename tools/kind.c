@@ -38,6 +38,7 @@ const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS] = {
 		.rec_type = PLABEL_REC_OFFCPU,
 		.record_flag = PLABEL_RECORD_OFFCPU,
 		.optional = 1,
+		.waits_only = 1,
 		.nvalues = 2,
 		.values = {
 			{ "switches", "count" },

@@ -39,6 +39,8 @@ struct plabel_kind {
 	 * cost more than the others'
 	 */
 	int optional;
+	/* off-CPU samples of runnable threads (preempted) left out */
+	int waits_only;
 	size_t nvalues;
 	/*
 	 * Sample value types, in the order of the values plabel_prof_sample()

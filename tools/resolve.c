@@ -233,6 +233,7 @@ static const char *const wait_names[] = {
 	[PLABEL_WAIT_SLEEP] = "sleep",
 	[PLABEL_WAIT_IO] = "io",
 	[PLABEL_WAIT_FUTEX] = "futex",
+	[PLABEL_WAIT_PREEMPTED] = "preempted",
 };
 
 static const char *wait_name(uint32_t wait)

@@ -370,8 +370,8 @@ struct plabel_rec_comm {
  * types, and the wait kinds.
  *
  * A session with PLABEL_RECORD_OFFCPU in its record mask writes, for each
- * thread it follows that leaves a CPU without being preempted (it sleeps,
- * waits for I/O, a futex, ...):
+ * thread it follows that leaves a CPU (it sleeps, waits for I/O, a
+ * futex, ..., or it is preempted: PLABEL_WAIT_PREEMPTED):
  *
  *   PLABEL_REC_OFFCPU at the switch-out, in the thread's own context:
  *     struct plabel_rec_sample, laid out and followed like a SAMPLE's
@@ -404,6 +404,7 @@ enum plabel_wait_kind {
 				 * call: read(), write(), recv(), poll(), ... */
 	PLABEL_WAIT_FUTEX = 3,	/* futex(): a mutex, condition variable,
 				 * join */
+	PLABEL_WAIT_PREEMPTED = 4,	/* runnable: preempted, or yielded */
 };
 
 /* The longest offcpu_min_us (kernel.plabel.offcpu_min_us too): 10 s. */

@@ -7,6 +7,7 @@
  */
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -99,7 +100,8 @@ static void tally(struct su_stream *st, uint32_t tid, uint32_t kind,
 		struct plabel_rec_offcpu_end *e;
 		uint64_t d;
 
-		if (h->type != PLABEL_REC_OFFCPU || s->tid != tid)
+		if (h->type != PLABEL_REC_OFFCPU || s->tid != tid ||
+		    s->wait_kind == PLABEL_WAIT_PREEMPTED)
 			continue;
 		w->records++;
 		e = find_end(st, tid, s->time_ns);
@@ -346,13 +348,17 @@ TEST(minimum_duration)
 	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
 	EXPECT_EQ(0ull, su_count(&st, PLABEL_REC_LOST));
 	FOR_EACH_REC(&st, h, off) {
-		struct plabel_rec_offcpu_end *e = (void *)h;
+		struct plabel_rec_sample *s = (void *)h;
+		struct plabel_rec_offcpu_end *e;
 
-		if (h->type == PLABEL_REC_OFFCPU &&
-		    ((struct plabel_rec_sample *)h)->tid == (uint32_t)sl.tid)
-			outs++;
-		if (h->type != PLABEL_REC_OFFCPU_END ||
-		    e->tid != (uint32_t)sl.tid)
+		/* (a sleep, not time preempted) */
+		if (h->type != PLABEL_REC_OFFCPU ||
+		    s->tid != (uint32_t)sl.tid ||
+		    s->wait_kind == PLABEL_WAIT_PREEMPTED)
+			continue;
+		outs++;
+		e = find_end(&st, s->tid, s->time_ns);
+		if (!e)
 			continue;
 		ends++;
 		if (e->time_ns - e->out_ns < 50000000ull)
@@ -365,6 +371,70 @@ TEST(minimum_duration)
 	EXPECT_LE((unsigned int)(sl.nlong + sl.nshort / 2), outs);
 	EXPECT_EQ((unsigned int)sl.nlong, ends);
 	EXPECT_EQ(0u, short_ends);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/* Two threads spinning on one CPU: each is preempted for the other. */
+static void *spin_fn(void *arg)
+{
+	pid_t *tid = arg;
+	cpu_set_t one;
+
+	*tid = su_gettid();
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		*tid = -1;
+	su_burn_until(su_now_ns() + 300000000ull);
+	return NULL;
+}
+
+TEST(preempted_time_recorded)
+{
+	struct plabel_rec_header *h;
+	struct su_reader rdr;
+	struct su_stream st;
+	unsigned int preempted = 0, ended = 0, waits = 0;
+	pid_t tids[2];
+	pthread_t t[2];
+	size_t off;
+	int fd, k;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start(fd, PLABEL_RECORD_OFFCPU, PLABEL_CALLCHAIN_FP, 0));
+	ASSERT_EQ(0, su_reader_start(&rdr, fd));
+	for (k = 0; k < 2; k++)
+		ASSERT_EQ(0, pthread_create(&t[k], NULL, spin_fn, &tids[k]));
+	for (k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rdr, &st);
+	for (k = 0; k < 2; k++)
+		ASSERT_LT(0, tids[k]);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *s = (void *)h;
+
+		if (h->type != PLABEL_REC_OFFCPU ||
+		    (s->tid != (uint32_t)tids[0] && s->tid != (uint32_t)tids[1]))
+			continue;
+		if (s->wait_kind != PLABEL_WAIT_PREEMPTED) {
+			waits++;
+			continue;
+		}
+		preempted++;
+		EXPECT_EQ(0u, s->wait_state);
+		EXPECT_LT(0, s->nr_user);
+		if (find_end(&st, s->tid, s->time_ns))
+			ended++;
+	}
+	TH_LOG("%u preempted switch-outs, %u ended; %u waits", preempted,
+	       ended, waits);
+	/* sharing a CPU for 300 ms each, with the scheduler's slices */
+	EXPECT_LE(2u, preempted);
+	EXPECT_LE(preempted - 2, ended);
 	su_stream_free(&st);
 	close(fd);
 }

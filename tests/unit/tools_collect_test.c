@@ -554,7 +554,8 @@ static void oc_out(struct sbuf *b, uint64_t set, uint32_t tid, uint64_t t_ms,
  * OFFCPU records meet their ENDs in either order; one without an END (a
  * short wait) or an END without its OFFCPU record (it was lost) count for
  * nothing; waits go to offcpu.pb.gz by wait kind and to wall.pb.gz with
- * the CPU samples weighed by their CPU time.
+ * the CPU samples weighed by their CPU time; time preempted to wall.pb.gz
+ * only.
  */
 TEST(offcpu_joined_and_weighed)
 {
@@ -589,6 +590,9 @@ TEST(offcpu_joined_and_weighed)
 	sb_offcpu_end(&b, 10, 11, 150000000, 155000000);
 	/* tid 12 (w=b): 10 ms on a futex, END first */
 	sb_offcpu_end(&b, 10, 12, 200000000, 210000000);
+	/* 5 ms preempted: in wall, not in offcpu */
+	oc_out(&b, 2, 12, 220, PLABEL_WAIT_PREEMPTED, ips);
+	sb_offcpu_end(&b, 10, 12, 220000000, 225000000);
 	/* an END whose OFFCPU record was lost */
 	sb_offcpu_end(&b, 10, 13, 50000000, 70000000);
 
@@ -600,7 +604,7 @@ TEST(offcpu_joined_and_weighed)
 	oc_out(&b, 1, 11, 150, PLABEL_WAIT_IO, ips);
 	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
 	plabel_collect_stats(c, &st);
-	EXPECT_EQ(3, st.waits);
+	EXPECT_EQ(4, st.waits);
 	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
 
 	ASSERT_EQ(2, plabel_prof_num_values(profs[PLABEL_PROF_OFFCPU]));
@@ -635,7 +639,7 @@ TEST(offcpu_joined_and_weighed)
 	EXPECT_EQ(5000000, io_ns);
 	EXPECT_EQ(10000000, futex_ns);
 
-	/* wall: 10 + 3 ms on the CPU and 35 ms off it; 10 ms off for b */
+	/* wall: 10 + 3 ms on the CPU and 35 ms off it; 10 + 5 ms for b */
 	ASSERT_EQ(1, plabel_prof_num_values(profs[PLABEL_PROF_WALL]));
 	EXPECT_STREQ("wall", plabel_prof_sample_type(profs[PLABEL_PROF_WALL],
 						     0).type);
@@ -650,7 +654,7 @@ TEST(offcpu_joined_and_weighed)
 		wall_ns[k] += si.values[0];
 	}
 	EXPECT_EQ(48000000, wall_ns[0]);
-	EXPECT_EQ(10000000, wall_ns[1]);
+	EXPECT_EQ(15000000, wall_ns[1]);
 	/* the CPU profile is as it was: both samples, 13 ms */
 	ASSERT_EQ(1, plabel_prof_num_samples(profs[PLABEL_PROF_CPU]));
 	plabel_prof_get_sample(profs[PLABEL_PROF_CPU], 0, &si);
