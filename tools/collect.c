@@ -14,6 +14,7 @@
 
 #include "collect.h"
 #include "chain.h"
+#include "join.h"
 #include "lset.h"
 #include "names.h"
 #include "proc.h"
@@ -50,6 +51,8 @@ struct plabel_collect {
 	uint64_t period_ns;
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
+	struct plabel_dec_rec *joined;	/* an OFFCPU record from join */
+	struct plabel_join join;	/* OFFCPU records and their ENDs */
 
 	struct plabel_lsets lsets;
 
@@ -142,6 +145,8 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_names_release(&c->names);
 	plabel_unwinder_free(c->unwinder);
 	plabel_spool_release(&c->spool);
+	plabel_join_release(&c->join);
+	free(c->joined);
 	free(c->rec);
 	free(c);
 }
@@ -488,8 +493,9 @@ static uint64_t watermark(const struct plabel_collect *c)
 	return w == UINT64_MAX ? 0 : w;
 }
 
+/* A SAMPLE, THREAD or OFFCPU record (with its wait's nanos) held. */
 static int add_sample(struct plabel_collect *c,
-		      const struct plabel_dec_rec *r)
+		      const struct plabel_dec_rec *r, uint64_t nanos)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_csample *s;
@@ -503,6 +509,8 @@ static int add_sample(struct plabel_collect *c,
 	/* as the profile counts them: a late sample for each period */
 	if (r->type == PLABEL_REC_SAMPLE)
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
+	else if (r->type == PLABEL_REC_OFFCPU)
+		c->st.waits++;
 	else
 		c->st.threads++;
 	p = plabel_procs_get(&c->procs, h->pid);
@@ -570,7 +578,13 @@ static int add_sample(struct plabel_collect *c,
 	s->seq = c->seq++;
 	s->periods_m1 = r->type == PLABEL_REC_SAMPLE ?
 			PLABEL_SAMPLE_PERIODS(h->flags) - 1 : 0;
-	if (r->type == PLABEL_REC_THREAD) {
+	if (r->type == PLABEL_REC_OFFCPU) {
+		s->flags |= PLABEL_CS_OFFCPU |
+			    (h->wait_kind << PLABEL_CS_WAIT_SHIFT &
+			     PLABEL_CS_WAIT_MASK);
+		s->weight = PLABEL_W_DONE;
+		s->value = nanos;
+	} else if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
 	} else if (h->flags & PLABEL_SAMPLE_CPUTIME) {
@@ -641,7 +655,7 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 {
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
-					 a->set_id + a->type +
+					 a->set_id + a->type + a->wait +
 					 ((uint64_t)a->pname << 40 ^
 					  (uint64_t)a->tname << 8)));
 }
@@ -651,7 +665,7 @@ static int agg_same(const struct plabel_agg *a, const struct plabel_agg *k)
 	return a->pid == k->pid && a->tid == k->tid && a->chain == k->chain &&
 	       a->gen == k->gen && a->set_id == k->set_id &&
 	       a->type == k->type && a->pname == k->pname &&
-	       a->tname == k->tname;
+	       a->tname == k->tname && a->wait == k->wait;
 }
 
 /* Merge count samples like k (its count aside) into a. */
@@ -723,6 +737,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 /* The record type of held sample s. */
 static uint32_t csample_type(const struct plabel_csample *s)
 {
+	if (s->flags & PLABEL_CS_OFFCPU)
+		return PLABEL_REC_OFFCPU;
 	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
 	       PLABEL_REC_SAMPLE;
 }
@@ -753,8 +769,11 @@ static int sample_key(struct plabel_collect *c,
 	a->set_id = src->set_id;
 	a->type = csample_type(s);
 	a->count = plabel_csample_periods(s);
-	a->nanos = a->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	a->nanos = a->type == PLABEL_REC_THREAD ? 0 : s->value;
 	a->first = s->seq;
+	if (a->type == PLABEL_REC_OFFCPU)
+		a->wait = 1 + ((s->flags & PLABEL_CS_WAIT_MASK) >>
+			       PLABEL_CS_WAIT_SHIFT);
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
 		a->pname = plabel_proc_name_at(p, s->time_ns);
 		a->tname = plabel_names_thread_at(&c->names, s->tid,
@@ -845,6 +864,47 @@ int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 	return c->nsamples - c->head >= c->fold_at ? fold(c) : 0;
 }
 
+/*
+ * An OFFCPU record, joined with its END (join.h): held as a sample of the
+ * wait's length once both halves are in.
+ */
+static int add_offcpu(struct plabel_collect *c,
+		      const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	uint64_t end;
+	int ret = plabel_join_begin(&c->join, h->tid, h->time_ns, r->raw,
+				    r->size, c->settled, &end);
+
+	return ret > 0 ? add_sample(c, r, end - h->time_ns) : ret;
+}
+
+static int add_offcpu_end(struct plabel_collect *c,
+			  const struct plabel_rec_offcpu_end *e)
+{
+	struct plabel_dec d;
+	uint8_t *raw;
+	uint32_t size;
+	int ret = plabel_join_end(&c->join, e->tid, e->out_ns, e->time_ns,
+				  c->settled, &raw, &size);
+
+	if (ret <= 0)
+		return ret;
+	if (!c->joined)
+		c->joined = malloc(sizeof(*c->joined));
+	ret = -ENOMEM;
+	if (c->joined) {
+		plabel_dec_init(&d, raw, size);
+		/* (decoded once already: it decodes again) */
+		ret = plabel_dec_next(&d, c->joined) == 1 ?
+		      add_sample(c, c->joined, e->time_ns - e->out_ns) : 0;
+		/* the copy goes: what the spool holds of it, first */
+		plabel_spool_sync(&c->spool);
+	}
+	free(raw);
+	return ret;
+}
+
 /* Feed one decoded record. 0 or -ENOMEM. */
 static int collect_record(struct plabel_collect *c,
 			  const struct plabel_dec_rec *r)
@@ -865,7 +925,11 @@ static int collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
-		return add_sample(c, r);
+		return add_sample(c, r, 0);
+	case PLABEL_REC_OFFCPU:
+		return add_offcpu(c, r);
+	case PLABEL_REC_OFFCPU_END:
+		return add_offcpu_end(c, &r->u.offcpu_end);
 	case PLABEL_REC_LOST:
 		switch (r->u.lost.kind) {
 		case PLABEL_LOST_MAPPINGS:
@@ -965,6 +1029,14 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
+/* Whether kind k takes merged sample a. */
+static int kind_takes(const struct plabel_kind *k, const struct plabel_agg *a)
+{
+	if (k->waits_only && a->wait == 1 + PLABEL_WAIT_PREEMPTED)
+		return 0;
+	return a->type == k->rec_type || (k->rec_type2 && a->type == k->rec_type2);
+}
+
 /*
  * Every held sample merged (all are weighed, their snapshots unwound):
  * those whose exec of skip_pid never came as they are. 0 or -ENOMEM.
@@ -997,12 +1069,12 @@ static int agg_first_cmp(const void *pa, const void *pb, void *arg)
 }
 
 /*
- * The profile of the samples of type type, the merged ones in the order
+ * The profile of kind k's samples, the merged ones in the order
  * their first samples came (order[]): the same file whenever and however
  * often they were merged, and as if each sample were added as it came.
  * 0 or -ENOMEM.
  */
-static int build_one(struct plabel_collect *c, uint32_t type,
+static int build_one(struct plabel_collect *c, const struct plabel_kind *k,
 		     const uint32_t *order, struct plabel_prof *prof)
 {
 	const struct plabel_resolve_src src = {
@@ -1020,7 +1092,7 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 	if (!r)
 		return -ENOMEM;
 	for (i = 0; i < c->naggs && !ret; i++)
-		if (c->aggs[order[i]].type == type)
+		if (kind_takes(k, &c->aggs[order[i]]))
 			ret = plabel_resolver_add(r, &c->aggs[order[i]]);
 	if (!ret)
 		plabel_resolver_set_main(r);
@@ -1063,7 +1135,7 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			goto err_free;
 		}
 		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
-		ret = build_one(c, plabel_kinds[k].rec_type, order, built[k]);
+		ret = build_one(c, &plabel_kinds[k], order, built[k]);
 		if (ret)
 			goto err_free;
 	}

@@ -185,6 +185,7 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 			goto err_free;
 	}
 	p->ptype = p->stypes[k->period_value];
+	p->nanos_only = k->nanos_only;
 	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
 	if (k->default_type) {
 		p->default_type = str_get(p, k->default_type);
@@ -693,6 +694,8 @@ static int sample_add(struct plabel_prof *p, const uint64_t *locs,
 	size_t pos = SIZE_MAX, i;
 	uint64_t hash;
 
+	if (p->nanos_only)
+		count = nanos;
 	if (pid >= 0 &&
 	    num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
 		return -ENOMEM;

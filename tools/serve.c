@@ -971,6 +971,10 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
 		const char *file = plabel_kinds[k].file;
 		const char *dot = strchr(file, '.');
+
+		/* (--every records no optional kind) */
+		if (plabel_kinds[k].optional)
+			continue;
 		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
 						     (int)strlen(file)),

@@ -95,7 +95,10 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 	sa.sample_hz = o->hz;
 	sa.record = PLABEL_RECORD_KERNEL;
 	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
-		sa.record |= plabel_kinds[i].record_flag;
+		if (!plabel_kinds[i].optional ||
+		    (o->record & plabel_kinds[i].record_flag))
+			sa.record |= plabel_kinds[i].record_flag;
+	sa.offcpu_min_us = o->offcpu_min_us;
 	if (o->target != PLABEL_TARGET_ALL) {
 		sa.pids = (uintptr_t)o->pids;
 		sa.npids = o->npids;

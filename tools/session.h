@@ -33,11 +33,14 @@ struct plabel_session_opts {
 	unsigned long hz;	/* 0: the sysctl's default */
 	const int32_t *pids;	/* PIDS and TREE targets */
 	uint32_t npids;
+	uint32_t record;	/* PLABEL_RECORD_* of the optional kinds asked */
+	uint32_t offcpu_min_us;	/* 0: the sysctl's default */
 };
 
 /*
- * Start a session on fd recording every profile kind (kind.h) and kernel
- * frames. 0 or -errno (see plabel_start_err()).
+ * Start a session on fd recording every profile kind (kind.h) but the
+ * optional ones not in o->record, and kernel frames. 0 or -errno (see
+ * plabel_start_err()).
  */
 int plabel_session_start(int fd, const struct plabel_session_opts *o);
 

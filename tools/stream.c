@@ -148,7 +148,15 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		break;
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
+	case PLABEL_REC_OFFCPU:
 		ret = dec_sample(rec);
+		break;
+	case PLABEL_REC_OFFCPU_END:
+		ret = dec_fixed(rec, &rec->u.offcpu_end,
+				sizeof(rec->u.offcpu_end));
+		if (!ret && rec->u.offcpu_end.time_ns <
+			    rec->u.offcpu_end.out_ns)
+			ret = -EBADMSG;
 		break;
 	case PLABEL_REC_LOST:
 		ret = dec_fixed(rec, &rec->u.lost, sizeof(rec->u.lost));

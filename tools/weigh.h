@@ -29,9 +29,16 @@ struct plabel_csample {
 
 _Static_assert(sizeof(struct plabel_csample) == 40, "a held sample grew");
 
-/* flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool */
+/*
+ * flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool;
+ * an OFFCPU record (value: the wait's nanoseconds, weighed), its wait kind
+ * (enum plabel_wait_kind) in the bits of PLABEL_CS_WAIT_MASK
+ */
 #define PLABEL_CS_THREAD	(1U << 0)
 #define PLABEL_CS_PENDING	(1U << 1)
+#define PLABEL_CS_OFFCPU	(1U << 2)
+#define PLABEL_CS_WAIT_SHIFT	4
+#define PLABEL_CS_WAIT_MASK	(0xfU << PLABEL_CS_WAIT_SHIFT)
 
 static inline uint32_t plabel_csample_periods(const struct plabel_csample *s)
 {
