@@ -45,7 +45,7 @@ static struct tracepoint *plabel_switch_tp;
 int plabel_offcpu_alloc(struct plabel_session *s)
 {
 	s->offcpu = kvcalloc(PLABEL_OFFCPU_BUCKETS * PLABEL_OFFCPU_WAYS,
-			     sizeof(*s->offcpu), GFP_KERNEL);
+			     sizeof(*s->offcpu), GFP_KERNEL_ACCOUNT);
 	return s->offcpu ? 0 : -ENOMEM;
 }
 

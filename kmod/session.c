@@ -717,7 +717,7 @@ static int plabel_session_pids(struct plabel_session *s,
 
 	if (s->target == PLABEL_TARGET_ALL)
 		return 0;
-	s->pids = kmalloc_array(a->npids, sizeof(pid_t), GFP_KERNEL);
+	s->pids = kmalloc_array(a->npids, sizeof(pid_t), GFP_KERNEL_ACCOUNT);
 	if (!s->pids)
 		return -ENOMEM;
 	if (copy_from_user(s->pids, u64_to_user_ptr(a->pids),
@@ -730,7 +730,7 @@ static int plabel_session_pids(struct plabel_session *s,
 	s->npids = a->npids;
 	if (s->target != PLABEL_TARGET_TREE)
 		return 0;
-	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL);
+	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL_ACCOUNT);
 	if (!s->tree)
 		return -ENOMEM;
 	for (i = 0; i < s->npids; i++)
@@ -743,19 +743,27 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 	unsigned int cpu;
 
 	s->ring_size = plabel_ring_bytes();
-	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL);
+	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL_ACCOUNT);
 	if (!s->cpu)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		s->cpu[cpu] = kzalloc_node(sizeof(*s->cpu[cpu]), GFP_KERNEL,
-					   cpu_to_node(cpu));
+		s->cpu[cpu] = kzalloc_node(sizeof(*s->cpu[cpu]),
+					   GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
 		if (!s->cpu[cpu])
 			return -ENOMEM;
 		s->cpu[cpu]->rnd = get_random_u64() | 1;
-		/* the ring's bytes come when the CPU is online (sample.c) */
 	}
-	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	/*
+	 * The rings of the CPUs online now, charged to the caller; no
+	 * hotplug callback runs for s yet. A CPU that comes online later
+	 * gets its ring then (sample.c).
+	 */
+	for_each_online_cpu(cpu)
+		if (plabel_ring_alloc(&s->cpu[cpu]->ring, s->ring_size,
+				      cpu_to_node(cpu)))
+			return -ENOMEM;
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
+	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
 	return s->path_buf && s->root_buf ? 0 : -ENOMEM;
 }
 
@@ -796,7 +804,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	if (ret)
 		return ret;
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
 	INIT_HLIST_NODE(&s->hp_node);

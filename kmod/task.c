@@ -359,7 +359,7 @@ int plabel_ioctl_labels_get(struct plabel_labels_get_args *args)
 		err = -ERANGE;
 		goto out_put;
 	}
-	buf = kvzalloc(need, GFP_KERNEL);
+	buf = kvzalloc(need, GFP_KERNEL_ACCOUNT);
 	if (!buf) {
 		err = -ENOMEM;
 		goto out_put;
