@@ -74,6 +74,7 @@ struct plabel_ring {
 	u64 lost_seen;		/* consumer: drops already reported */
 	u64 lost_periods;	/* producer: periods of dropped samples */
 	u64 lost_periods_seen;	/* consumer */
+	u64 sync_sent;		/* consumer: time_ns of the last SYNC */
 };
 
 /* A record being written into a ring; see plabel_wr_begin(). */
@@ -167,6 +168,16 @@ struct plabel_session {
 	struct irq_work wake_work;
 	struct delayed_work tick;
 	unsigned int ticks;	/* since the tick last woke the reader */
+	/*
+	 * SYNC records (session.c): the tick notes sync_start and waits for a
+	 * grace period (call_rcu); every record stamped before sync_start
+	 * was written with interrupts off, so it is in its ring once the
+	 * grace period ends, and the callback publishes synced_ns.
+	 */
+	struct rcu_head sync_rcu;
+	u64 sync_start;		/* tick's, while sync_pending */
+	u64 synced_ns;		/* release/acquire */
+	bool sync_pending;	/* the tick's call_rcu is queued */
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
 	char *root_buf;		/* PATH_MAX, for the mm scanner */
 };

@@ -445,11 +445,13 @@ found:
 }
 
 /*
- * A record of cpu stamped time_ns. The records of one CPU come in the
- * order of their stamps (Documentation/record-format.rst: each is stamped
- * with interrupts off where it is written to its CPU's ring; MMAP records
- * aside, which merging does not read), so once every CPU's records have
- * passed a time, every record stamped before it is in. 0 or -ENOMEM.
+ * A record of cpu stamped time_ns, or a SYNC record saying that all of
+ * cpu's records stamped before time_ns are in. The records of one CPU
+ * come in the order of their stamps (Documentation/record-format.rst:
+ * each is stamped with interrupts off where it is written to its CPU's
+ * ring; MMAP records aside, which merging does not read), so once every
+ * CPU's records have passed a time, every record stamped before it is in.
+ * 0 or -ENOMEM.
  */
 static int cpu_seen(struct plabel_collect *c, uint32_t cpu, uint64_t time_ns)
 {
@@ -477,8 +479,10 @@ static int cpu_seen(struct plabel_collect *c, uint32_t cpu, uint64_t time_ns)
 /*
  * The time before which every CPU's records are in, 0 when not known: not
  * every CPU the STREAM record counts has sent one yet. A CPU that sends
- * none (idle, or not running what is recorded) holds it back; the caller's
- * settled time then does the merging.
+ * no records (idle, or not running what is recorded) still sends SYNC
+ * records, which the kernel writes for CPUs whose rings a read emptied; a
+ * stream without them (an older module) leaves such a CPU holding the
+ * watermark back, and the caller's settled time does the merging.
  */
 static uint64_t watermark(const struct plabel_collect *c)
 {
@@ -971,6 +975,9 @@ static int collect_record(struct plabel_collect *c,
 		if (!ret && r->u.exec.time_ns < c->settled)
 			c->st.late++;
 		return ret;
+	case PLABEL_REC_SYNC:
+		/* the CPU's records stamped before it are in */
+		return cpu_seen(c, r->u.sync.cpu, r->u.sync.time_ns);
 	case PLABEL_REC_COMM:
 		if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
 			return 0;

@@ -170,6 +170,9 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 	case PLABEL_REC_EXEC:
 		ret = dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
 		break;
+	case PLABEL_REC_SYNC:
+		ret = dec_fixed(rec, &rec->u.sync, sizeof(rec->u.sync));
+		break;
 	default:
 		ret = 0;	/* unknown: the caller skips it */
 		break;

@@ -54,6 +54,7 @@ struct plabel_dec_rec {
 		struct plabel_rec_exec exec;
 		struct plabel_rec_comm comm;
 		struct plabel_rec_offcpu_end offcpu_end;
+		struct plabel_rec_sync sync;
 	} u;
 };
 

@@ -207,6 +207,7 @@ enum plabel_rec_type {
 	PLABEL_REC_MMAP = 6,		/* struct plabel_rec_mmap */
 	PLABEL_REC_EXEC = 7,		/* struct plabel_rec_exec */
 	PLABEL_REC_COMM = 8,		/* struct plabel_rec_comm */
+	PLABEL_REC_SYNC = 9,		/* struct plabel_rec_sync */
 	/* 16, 17: off-CPU records, see below */
 };
 
@@ -361,6 +362,20 @@ struct plabel_rec_comm {
 	__u32 pid;
 	__u32 tid;
 	char comm[16];
+};
+
+/*
+ * CPU cpu's SAMPLE, THREAD and OFFCPU records stamped before time_ns are
+ * all in the stream before this record: none stamped earlier follows. Sent
+ * for CPUs whose ring a read() found empty, so that a reader can settle
+ * times that an idle CPU's silence would hold back. time_ns grows from one
+ * SYNC of a CPU to the next.
+ */
+struct plabel_rec_sync {
+	struct plabel_rec_header hdr;
+	__u32 cpu;
+	__u32 reserved;		/* 0 */
+	__u64 time_ns;
 };
 
 /*

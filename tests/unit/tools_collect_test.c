@@ -1414,4 +1414,94 @@ TEST(name_labels_from_exec_and_comm)
 	plabel_syms_free(syms);
 }
 
+/*
+ * Two CPUs, samples on CPU 0 only: without SYNC records for CPU 1 the
+ * watermark never passes and every sample stays held until the caller's
+ * settled time says; with them, samples are merged as CPU 1's SYNC times
+ * pass, and the profile is the same.
+ */
+#define SY_N	100000
+
+static struct plabel_collect *sy_feed(struct plabel_syms *syms, int syncs,
+				      uint64_t *max_held)
+{
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_rec_stream *sr;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_sync *y;
+	struct plabel_collect *c;
+	uint64_t ip;
+	size_t i;
+
+	c = plabel_collect_new(syms, 0);
+	if (!c)
+		return NULL;
+	*max_held = 0;
+	b.len = 0;
+	sr = sb_rec(&b, PLABEL_REC_STREAM, sizeof(*sr));
+	sr->version = PLABEL_REC_VERSION;
+	sr->period_ns = 1000000;
+	sr->ncpus = 2;
+	sb_labelset(&b, 1, (const char *const[]){ "k", "v" }, 1);
+	for (i = 0; i < SY_N; i++) {
+		ip = 0x400000 + 16 * (i % 50);
+		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 1, 100, &ip, 0, 1);
+		smp->time_ns = 1000 + 10 * i;
+		smp->cpu = 0;
+		if (syncs && i % 1000 == 999) {
+			/* a read() found CPU 1's ring empty */
+			y = sb_rec(&b, PLABEL_REC_SYNC, sizeof(*y));
+			y->cpu = 1;
+			y->time_ns = smp->time_ns - 500;
+		}
+		if (b.len > sizeof(b.data) - 512 || i == SY_N - 1) {
+			if (plabel_collect_buffer(c, b.data, b.len) ||
+			    plabel_collect_settled(c, 0))
+				goto fail;
+			b.len = 0;
+			plabel_collect_stats(c, &st);
+			if (st.held > *max_held)
+				*max_held = st.held;
+		}
+	}
+	return c;
+fail:
+	plabel_collect_free(c);
+	return NULL;
+}
+
+TEST(sync_records_settle_an_idle_cpu)
+{
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_collect_stats st[2];
+	struct plabel_prof *cpu[2], *tc[2];
+	struct plabel_collect *c;
+	uint64_t held[2];
+	int k;
+
+	ASSERT_NE(NULL, syms);
+	for (k = 0; k < 2; k++) {
+		c = sy_feed(syms, k, &held[k]);
+		ASSERT_NE(NULL, c);
+		plabel_collect_stats(c, &st[k]);
+		ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu[k], &tc[k]));
+		plabel_collect_free(c);
+		EXPECT_EQ(SY_N, st[k].samples);
+	}
+	TH_LOG("most samples held: %llu without SYNC, %llu with",
+	       (unsigned long long)held[0], (unsigned long long)held[1]);
+	EXPECT_EQ(SY_N, held[0]);
+	EXPECT_EQ(0, st[0].merged);
+	EXPECT_LT(0, st[1].merged);
+	EXPECT_GT(16384 + 2000 + 1100, held[1]);
+	EXPECT_EQ(plabel_prof_num_samples(cpu[0]),
+		  plabel_prof_num_samples(cpu[1]));
+	for (k = 0; k < 2; k++) {
+		plabel_prof_free(cpu[k]);
+		plabel_prof_free(tc[k]);
+	}
+	plabel_syms_free(syms);
+}
+
 TEST_HARNESS_MAIN
