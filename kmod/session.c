@@ -1233,5 +1233,6 @@ void plabel_session_exit(void)
 {
 	WARN_ON_ONCE(!list_empty(&plabel_sessions));
 	WARN_ON_ONCE(plabel_nr_sessions || plabel_nr_held);
+	plabel_offcpu_exit();
 	plabel_sample_exit();
 }

@@ -229,13 +229,14 @@ void plabel_session_on_switch(struct task_struct *prev,
 			      bool out, bool in, void *kfirst);
 
 /*
- * offcpu.c. The hook and the table's allocation in process context under
- * plabel_session_mutex; the rest from the switch probe.
+ * offcpu.c. The hook and the table's allocation in process context (the
+ * hook's users under offcpu.c's own lock); the rest from the switch probe.
  */
 int plabel_offcpu_alloc(struct plabel_session *s);
 void plabel_offcpu_free(struct plabel_session *s);
 int plabel_offcpu_hook_get(void);
 void plabel_offcpu_hook_put(void);
+void plabel_offcpu_exit(void);
 struct plabel_offcpu_slot *plabel_offcpu_claim(struct plabel_session *s,
 					       struct task_struct *t);
 void plabel_offcpu_release(struct plabel_offcpu_slot *slot);
