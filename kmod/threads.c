@@ -41,6 +41,9 @@
 #define PLABEL_THREADS_MAX_STACK	1024
 #define PLABEL_THREADS_MAX_SNAP		65528
 
+/* Stack bytes an fp-mode record carries, as a THREAD record's. */
+#define PLABEL_THREADS_FP_SNAP		2048
+
 /* Label sets already written in this call (more are written again). */
 #define PLABEL_THREADS_SETS	256
 
@@ -267,7 +270,7 @@ static int plabel_threads_one(struct plabel_threads_ctx *x,
 			rec.nr_user = 1;
 		}
 	}
-	if (user && x->args->callchain == PLABEL_CALLCHAIN_DWARF) {
+	if (user && x->stack_size) {
 		u64 r[PLABEL_REGS_NR];
 		u32 len = plabel_threads_snap_len(t, mm, regs.sp,
 						  x->stack_size, top);
@@ -366,7 +369,16 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 	x->kernel = args->flags & PLABEL_THREADS_KERNEL;
 	x->max_stack = args->max_stack ?: READ_ONCE(plabel_max_stack);
 	x->stack_size = args->stack_size ?: READ_ONCE(plabel_stack_size);
-	if (args->callchain != PLABEL_CALLCHAIN_DWARF)
+	/*
+	 * In fp mode a copy of the stack's first PLABEL_THREADS_FP_SNAP
+	 * bytes too, as OFFCPU records carry (sample.c): a thread blocks in
+	 * the C library's system call wrappers, which keep no frame
+	 * pointer, so the walk from the saved rbp misses their caller.
+	 */
+	if (args->callchain == PLABEL_CALLCHAIN_FP)
+		x->stack_size = min_t(u32, x->stack_size,
+				      PLABEL_THREADS_FP_SNAP);
+	else if (args->callchain != PLABEL_CALLCHAIN_DWARF)
 		x->stack_size = 0;
 	x->rec_cap = sizeof(struct plabel_rec_sample) +
 		     (PLABEL_THREADS_KSTACK_MAX + x->max_stack +

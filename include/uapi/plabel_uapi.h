@@ -481,8 +481,10 @@ struct plabel_threads_get_args {
  * waits in (PLABEL_WAIT_PREEMPTED: runnable). The user call chain starts
  * at the address the thread returns to in user mode (where it blocked:
  * the instruction after its system call); in fp mode it is walked from
- * the thread's saved registers, in dwarf mode registers and a stack copy
- * follow (PLABEL_SAMPLE_REGS). The kernel chain (PLABEL_THREADS_KERNEL)
+ * the thread's saved registers, and registers and a stack copy follow
+ * (PLABEL_SAMPLE_REGS): in dwarf mode stack_size bytes, in fp mode at
+ * most 2 KiB, as for OFFCPU records, for the frames of the C library's
+ * system call wrappers, which keep no frame pointer. The kernel chain (PLABEL_THREADS_KERNEL)
  * is where it sleeps inside the kernel.
  *
  * A thread on a CPU at that moment has no stacks: its registers are not
