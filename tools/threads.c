@@ -113,7 +113,7 @@ int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 		uint32_t len = 0;
 
 		ret = plabel_threads_read(fd, pids[i], callchain, &buf, &len);
-		if (ret && n > 1 && ret != -ENOMEM) {
+		if ((ret == -ESRCH || ret == -EACCES) && n > 1) {
 			/* of many: one gone or not readable is left out */
 			skip++;
 			ret = 0;

@@ -16,10 +16,10 @@
 /*
  * The threads profile of the processes pids[n] (each thread a sample with
  * its labels, "state", "wait", "process", "thread" and pid/tid) into
- * *out; callchain an enum plabel_callchain. Processes that are gone or
- * that the caller may not read are left out and counted in *skipped
- * (may be NULL). 0 or a negative errno (-ENOMEM, or the ioctl's error
- * when n is 1).
+ * *out; callchain an enum plabel_callchain. Of several processes, those
+ * gone (-ESRCH) or that the caller may not read (-EACCES) are left out
+ * and counted in *skipped (may be NULL). 0 or a negative errno (-ENOMEM,
+ * or the ioctl's error).
  */
 int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 			   uint32_t callchain, struct plabel_prof **out,

@@ -80,6 +80,59 @@ t_ok "-traces: sleeper blocked in block_sleep" \
 t_ok "-traces: locker blocked in block_lock" \
 	e2e_trace "$P" "job: *locker" "block_lock" "blocker_fn"
 
+# plabel serve's /debug/pprof/goroutine: the same threads, for its -p
+# process (and, with -a, for every process it may read)
+if command -v curl >/dev/null; then
+	ip link set lo up 2>/dev/null
+	for target in "-p $PID" "-a"; do
+		# shellcheck disable=SC2086
+		"$PLABEL" serve --listen 127.0.0.1:0 $target \
+			2>"$E2E_OUT/serve.log" &
+		SRV=$!
+		i=0
+		while ! grep -q "listening on" "$E2E_OUT/serve.log" &&
+		      [ $i -lt 600 ] && kill -0 $SRV 2>/dev/null; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+			"$E2E_OUT/serve.log")
+		URL=http://127.0.0.1:$PORT/debug/pprof/goroutine
+		q=
+		[ "$target" = -a ] && q="&pid=$PID"
+		curl -s -o "$E2E_OUT/g.txt" -w '%{http_code}' "$URL?debug=1$q" \
+			>"$E2E_OUT/g.code"
+		t_ok "[serve $target] goroutine?debug=1: 200" \
+			test "$(cat "$E2E_OUT/g.code")" = 200
+		sed 's/^/# /' "$E2E_OUT/g.txt" | head -12
+		t_ok "[serve $target] the text view: four threads" \
+			grep -q "^threads profile: total 4$" "$E2E_OUT/g.txt"
+		t_ok "[serve $target] the locker's labels and wait" grep -q \
+			'"job":"locker".*"state":"sleeping".*"wait":"futex"' \
+			"$E2E_OUT/g.txt"
+		[ -z "$q" ] || q="?pid=$PID"
+		e2e_pprof -raw "$URL$q" >"$E2E_OUT/g-raw.txt"
+		t_ok "[serve $target] go tool pprof fetches it: threads/count" \
+			grep -q "threads/count" "$E2E_OUT/g-raw.txt"
+		t_ok "[serve $target] go tool pprof -traces: reader in block_read" \
+			e2e_trace "$URL$q" "job: *reader" "block_read" "blocker_fn"
+		t_ok "[serve $target] goroutine?seconds=1: 400" test "$(curl -s \
+			-o /dev/null -w '%{http_code}' "$URL?seconds=1")" = 400
+		if [ "$target" = -a ]; then
+			# without pid=: every process it may read, this one too
+			curl -s "$URL?debug=1" >"$E2E_OUT/g-all.txt"
+			t_ok "[serve -a] every process: the locker among them" \
+				grep -q '"job":"locker"' "$E2E_OUT/g-all.txt"
+			t_ok "[serve -a] ... and other processes (init)" \
+				grep -q '"pid":"1"\|"process":"' "$E2E_OUT/g-all.txt"
+		fi
+		kill $SRV
+		wait $SRV 2>/dev/null
+	done
+else
+	t_skip "serve goroutine" "curl not installed"
+fi
+
 kill $PID
 wait $PID 2>/dev/null
 t_done
