@@ -46,10 +46,11 @@ void plabel_threads_usage(FILE *f)
 
 /*
  * PLABEL_IOC_THREADS_GET for pid into a buffer that grows until the
- * records fit: kernel stacks when allowed. 0 or -errno; *buf malloc()ed.
+ * records fit: kernel stacks when allowed. 0 or -errno; *buf malloc()ed,
+ * *hidden the threads the kernel left out (not readable).
  */
 static int plabel_threads_read(int fd, int32_t pid, uint32_t callchain,
-			       uint8_t **buf, uint32_t *len)
+			       uint8_t **buf, uint32_t *len, uint32_t *hidden)
 {
 	struct plabel_threads_get_args a;
 	uint32_t cap = PLABEL_THREADS_BUF, flags = PLABEL_THREADS_KERNEL;
@@ -85,6 +86,7 @@ static int plabel_threads_read(int fd, int32_t pid, uint32_t callchain,
 	}
 	*buf = b;
 	*len = a.buf_used;
+	*hidden = a.nhidden;
 	return 0;
 }
 
@@ -96,7 +98,7 @@ int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 	struct plabel_collect *col;
 	struct plabel_syms *syms;
 	struct timespec ts;
-	uint32_t i, skip = 0;
+	uint32_t i, skip = 0, hidden = 0;
 	size_t k;
 	int ret = 0;
 
@@ -110,9 +112,11 @@ int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 	}
 	for (i = 0; i < n && !ret; i++) {
 		uint8_t *buf = NULL;
-		uint32_t len = 0;
+		uint32_t len = 0, h = 0;
 
-		ret = plabel_threads_read(fd, pids[i], callchain, &buf, &len);
+		ret = plabel_threads_read(fd, pids[i], callchain, &buf, &len,
+					  &h);
+		hidden += h;
 		if ((ret == -ESRCH || ret == -EACCES) && n > 1) {
 			/* of many: one gone or not readable is left out */
 			skip++;
@@ -136,6 +140,16 @@ int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		if (k != PLABEL_PROF_THREADS)
 			plabel_prof_free(profs[k]);
+	if (hidden) {
+		char note[64];
+
+		snprintf(note, sizeof(note),
+			 "threads left out (not readable): %u", hidden);
+		if (plabel_prof_add_comment(profs[PLABEL_PROF_THREADS], note)) {
+			plabel_prof_free(profs[PLABEL_PROF_THREADS]);
+			return -ENOMEM;
+		}
+	}
 	*out = profs[PLABEL_PROF_THREADS];
 	if (skipped)
 		*skipped = skip;

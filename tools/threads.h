@@ -18,8 +18,10 @@
  * its labels, "state", "wait", "process", "thread" and pid/tid) into
  * *out; callchain an enum plabel_callchain. Of several processes, those
  * gone (-ESRCH) or that the caller may not read (-EACCES) are left out
- * and counted in *skipped (may be NULL). 0 or a negative errno (-ENOMEM,
- * or the ioctl's error).
+ * and counted in *skipped (may be NULL); threads the kernel left out
+ * (another user's, in a process the caller may read) are counted in the
+ * profile's comment "threads left out (not readable)". 0 or a negative
+ * errno (-ENOMEM, or the ioctl's error).
  */
 int plabel_threads_profile(int fd, const int32_t *pids, uint32_t n,
 			   uint32_t callchain, struct plabel_prof **out,
