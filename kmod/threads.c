@@ -159,7 +159,8 @@ static u16 plabel_threads_fp(struct plabel_threads_ctx *x, u32 *pos,
 			*flags |= PLABEL_SAMPLE_TRUNC;
 			break;
 		}
-		if (!fp || (fp & 7) || fp < regs->sp || fp >= TASK_SIZE_MAX - 16 ||
+		if (!fp || (fp & 7) || fp < regs->sp ||
+		    fp >= TASK_SIZE_MAX - 16 ||
 		    access_process_vm(t, fp, frame, sizeof(frame), 0) !=
 		    sizeof(frame) || !frame[1])
 			break;
@@ -173,7 +174,7 @@ static u16 plabel_threads_fp(struct plabel_threads_ctx *x, u32 *pos,
 }
 
 /*
- * How much of t's stack at sp a dwarf record copies: up to the nearest
+ * How much of t's stack at sp a record copies: up to the nearest
  * end above sp that is known (see plabel_snap_len() in sample.c): where
  * the thread's stack began (top), its FS base (the C library's thread
  * block, at the top of a thread's stack mapping) and the stack pointer
