@@ -17,6 +17,7 @@
 #include "plabel.h"
 #include "plabel_uapi.h"
 #include "session.h"
+#include "table.h"
 #include "threads.h"
 
 /* The record buffer: first size, and the most it grows to. */
@@ -205,6 +206,36 @@ static int plabel_tsame(const struct plabel_prof *p, size_t i, size_t j)
 	return k == 0;
 }
 
+/* FNV-1a of a string, for the grouping hash. */
+static uint64_t plabel_tstr_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * What plabel_tsame() compares, hashed: the stack and the labels but the
+ * thread name, in any order (a sum of each label's hash).
+ */
+static uint64_t plabel_tsample_hash(const struct plabel_prof *p, size_t i)
+{
+	struct plabel_prof_sample_info si;
+	uint64_t h = 0, lh = 0;
+	size_t k;
+
+	plabel_prof_get_sample(p, i, &si);
+	for (k = 0; k < si.nlocs; k++)
+		h = plabel_hash2(h, si.loc_ids[k]);
+	for (k = 0; k < si.nlabels; k++)
+		if (!plabel_tlabel_skip(&si.labels[k]))
+			lh += plabel_hash2(plabel_tstr_hash(si.labels[k].key),
+					   plabel_tstr_hash(si.labels[k].value));
+	return plabel_hash2(h, lh);
+}
+
 static int plabel_tgroup_cmp(const void *a, const void *b)
 {
 	const struct plabel_tgroup *x = a, *y = b;
@@ -285,12 +316,19 @@ int plabel_threads_text(const struct plabel_prof *p, FILE *out)
 	size_t ns = plabel_prof_num_samples(p), ng = 0, i, j, maxl = 1;
 	struct plabel_tgroup *g = calloc(ns ? ns : 1, sizeof(*g));
 	const struct plabel_prof_label **sorted;
+	struct plabel_itab tab = { 0 };
 	int64_t total = 0;
 
-	if (!g)
+	/* (groups are found by hash: a server may show many threads) */
+	if (!g || plabel_itab_reserve(&tab, ns ? ns : 1)) {
+		free(g);
+		plabel_itab_free(&tab);
 		return -ENOMEM;
+	}
 	for (i = 0; i < ns; i++) {
 		struct plabel_prof_sample_info si;
+		uint64_t h = plabel_tsample_hash(p, i);
+		size_t pos = SIZE_MAX;
 		int64_t v;
 
 		plabel_prof_get_sample(p, i, &si);
@@ -298,15 +336,17 @@ int plabel_threads_text(const struct plabel_prof *p, FILE *out)
 		total += v;
 		if (si.nlabels > maxl)
 			maxl = si.nlabels;
-		for (j = 0; j < ng; j++)
+		while ((j = plabel_itab_next(&tab, h, &pos)) != SIZE_MAX)
 			if (plabel_tsame(p, g[j].first, i))
 				break;
-		if (j == ng) {
-			g[ng].first = i;
-			ng++;
+		if (j == SIZE_MAX) {
+			j = ng++;
+			g[j].first = i;
+			plabel_itab_put(&tab, h, j);
 		}
 		g[j].count += v;
 	}
+	plabel_itab_free(&tab);
 	sorted = calloc(maxl, sizeof(*sorted));
 	if (!sorted) {
 		free(g);

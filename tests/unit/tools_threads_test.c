@@ -97,6 +97,38 @@ TEST(groups)
 	plabel_prof_free(t.p);
 }
 
+/* Many groups: each found again by its hash, none merged with another. */
+TEST(many)
+{
+	struct tprof t;
+	char job[16], name[16], *s, *p;
+	int i, groups = 0, threes = 0;
+
+	tprof_init(&t);
+	ASSERT_NE(NULL, t.p);
+	for (i = 0; i < 3000; i++) {
+		snprintf(job, sizeof(job), "j%d", i % 1000);
+		snprintf(name, sizeof(name), "t%d", i);
+		ASSERT_EQ(0, add(&t, i % 2 ? t.loc_read : t.loc_sleep, job,
+				 name, 100 + i));
+	}
+	s = text(t.p);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(0, strncmp(s, "threads profile: total 3000\n", 28));
+	/* job jN: threads N, N + 1000, N + 2000, all at the same leaf */
+	for (p = s; (p = strstr(p, "\n")); p++) {
+		if (p[1] >= '1' && p[1] <= '9' && strstr(p + 1, " @ ") ==
+		    strchr(p + 1, ' ')) {
+			groups++;
+			threes += p[1] == '3';
+		}
+	}
+	EXPECT_EQ(1000, groups);
+	EXPECT_EQ(1000, threes);
+	free(s);
+	plabel_prof_free(t.p);
+}
+
 TEST(empty)
 {
 	struct plabel_prof *p = plabel_prof_new(PLABEL_PROF_THREADS, 0);
