@@ -115,19 +115,14 @@ void plabel_offcpu_release(struct plabel_offcpu_slot *slot)
 }
 
 /*
- * What current waits for, from the state it leaves in and the system call
- * it is in (a 64-bit one; a wait outside of one, a page fault, is other).
+ * What a thread waits for, from the system call it is in, nr (a 64-bit
+ * one; -1: none, a wait outside of one, a page fault, is other), and
+ * whether it waits for block I/O.
  */
-u32 plabel_offcpu_kind(void)
+static u32 plabel_wait_kind_of(long nr, bool iowait)
 {
-	struct pt_regs *regs = task_pt_regs(current);
-	long nr;
-
-	if (current->in_iowait)
+	if (iowait)
 		return PLABEL_WAIT_IO;
-	if (!user_64bit_mode(regs))
-		return PLABEL_WAIT_OTHER;
-	nr = syscall_get_nr(current, regs);
 	if (nr < 0)
 		return PLABEL_WAIT_OTHER;
 	nr &= ~(long)__X32_SYSCALL_BIT;
@@ -175,6 +170,32 @@ u32 plabel_offcpu_kind(void)
 	if (nr == PLABEL_NR_EPOLL_PWAIT2)
 		return PLABEL_WAIT_IO;
 	return PLABEL_WAIT_OTHER;
+}
+
+/* What current waits for, as it leaves its CPU. */
+u32 plabel_offcpu_kind(void)
+{
+	struct pt_regs *regs = task_pt_regs(current);
+
+	if (!user_64bit_mode(regs))
+		return plabel_wait_kind_of(-1, current->in_iowait);
+	return plabel_wait_kind_of(syscall_get_nr(current, regs),
+				   current->in_iowait);
+}
+
+/*
+ * What task t, another thread, waits for: the same from its saved
+ * registers, copied with plabel_task_user_regs() (its stack may go while
+ * this runs). Process context.
+ */
+u32 plabel_task_wait_kind(struct task_struct *t)
+{
+	struct pt_regs regs;
+	long nr = -1;
+
+	if (plabel_task_user_regs(t, &regs) && user_64bit_mode(&regs))
+		nr = syscall_get_nr(t, &regs);
+	return plabel_wait_kind_of(nr, t->in_iowait);
 }
 
 /*

@@ -515,6 +515,8 @@ static int add_sample(struct plabel_collect *c,
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else if (r->type == PLABEL_REC_OFFCPU)
 		c->st.waits++;
+	else if (r->type == PLABEL_REC_THREADSTATE)
+		c->st.states++;
 	else
 		c->st.threads++;
 	p = plabel_procs_get(&c->procs, h->pid);
@@ -588,6 +590,17 @@ static int add_sample(struct plabel_collect *c,
 			     PLABEL_CS_WAIT_MASK);
 		s->weight = PLABEL_W_DONE;
 		s->value = nanos;
+	} else if (r->type == PLABEL_REC_THREADSTATE) {
+		/* a wait kind only for a thread that waits */
+		s->flags |= PLABEL_CS_STATE;
+		if (h->wait_state == PLABEL_THREAD_SLEEPING ||
+		    h->wait_state == PLABEL_THREAD_DISK)
+			s->flags |= PLABEL_CS_OFFCPU |
+				    (h->wait_kind << PLABEL_CS_WAIT_SHIFT &
+				     PLABEL_CS_WAIT_MASK);
+		s->weight = PLABEL_W_DONE;
+		s->value = h->wait_state < PLABEL_THREAD_NSTATES ?
+			   h->wait_state : PLABEL_THREAD_RUNNING;
 	} else if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
@@ -660,6 +673,7 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
 					 a->set_id + a->type + a->wait +
+					 ((uint64_t)a->state << 20) +
 					 ((uint64_t)a->pname << 40 ^
 					  (uint64_t)a->tname << 8)));
 }
@@ -669,7 +683,8 @@ static int agg_same(const struct plabel_agg *a, const struct plabel_agg *k)
 	return a->pid == k->pid && a->tid == k->tid && a->chain == k->chain &&
 	       a->gen == k->gen && a->set_id == k->set_id &&
 	       a->type == k->type && a->pname == k->pname &&
-	       a->tname == k->tname && a->wait == k->wait;
+	       a->tname == k->tname && a->wait == k->wait &&
+	       a->state == k->state;
 }
 
 /* Merge count samples like k (its count aside) into a. */
@@ -741,6 +756,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 /* The record type of held sample s. */
 static uint32_t csample_type(const struct plabel_csample *s)
 {
+	if (s->flags & PLABEL_CS_STATE)
+		return PLABEL_REC_THREADSTATE;
 	if (s->flags & PLABEL_CS_OFFCPU)
 		return PLABEL_REC_OFFCPU;
 	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
@@ -775,7 +792,11 @@ static int sample_key(struct plabel_collect *c,
 	a->count = plabel_csample_periods(s);
 	a->nanos = a->type == PLABEL_REC_THREAD ? 0 : s->value;
 	a->first = s->seq;
-	if (a->type == PLABEL_REC_OFFCPU)
+	if (a->type == PLABEL_REC_THREADSTATE) {
+		a->nanos = 0;
+		a->state = 1 + (uint32_t)s->value;
+	}
+	if (s->flags & PLABEL_CS_OFFCPU)
 		a->wait = 1 + ((s->flags & PLABEL_CS_WAIT_MASK) >>
 			       PLABEL_CS_WAIT_SHIFT);
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
@@ -929,6 +950,7 @@ static int collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
+	case PLABEL_REC_THREADSTATE:
 		return add_sample(c, r, 0);
 	case PLABEL_REC_OFFCPU:
 		return add_offcpu(c, r);

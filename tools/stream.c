@@ -149,6 +149,7 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
 	case PLABEL_REC_OFFCPU:
+	case PLABEL_REC_THREADSTATE:
 		ret = dec_sample(rec);
 		break;
 	case PLABEL_REC_OFFCPU_END:

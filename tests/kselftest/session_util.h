@@ -353,7 +353,8 @@ static inline void su_check(struct su_stream *st)
 		}
 		case PLABEL_REC_SAMPLE:
 		case PLABEL_REC_THREAD:
-		case PLABEL_REC_OFFCPU: {
+		case PLABEL_REC_OFFCPU:
+		case PLABEL_REC_THREADSTATE: {
 			struct plabel_rec_sample *s = (void *)h;
 
 			need = sizeof(*s);

@@ -550,6 +550,102 @@ static void oc_out(struct sbuf *b, uint64_t set, uint32_t tid, uint64_t t_ms,
 	s->wait_kind = kind;
 }
 
+/* A THREADSTATE record of thread tid of pid 10, in state, with set. */
+static void ts_rec(struct sbuf *b, uint64_t set, uint32_t tid,
+		   uint32_t state, uint32_t kind, const uint64_t *ips)
+{
+	struct plabel_rec_sample *s;
+
+	s = sb_sample(b, PLABEL_REC_THREADSTATE, set, 10, ips, 0, 1);
+	s->flags = 0;
+	s->tid = tid;
+	s->wait_state = state;
+	s->wait_kind = kind;
+}
+
+/*
+ * THREADSTATE records make the threads profile: one count per thread,
+ * with its labels, "state" and, for a waiting thread, "wait"; nothing in
+ * the other kinds; an unknown state reads as running.
+ */
+TEST(threadstate_profile)
+{
+	static const char *const kva[] = { "job", "reader" };
+	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
+	struct plabel_prof_sample_info si;
+	struct plabel_collect_stats st;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	static struct sbuf b;
+	int io = 0, sleeping = 0, running = 0, total = 0;
+	size_t i, k;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	b.len = 0;
+	sb_labelset(&b, 1, kva, 1);
+	ts_rec(&b, 1, 11, PLABEL_THREAD_SLEEPING, PLABEL_WAIT_IO, ips);
+	ts_rec(&b, 1, 12, PLABEL_THREAD_SLEEPING, PLABEL_WAIT_IO, ips);
+	ts_rec(&b, 0, 13, PLABEL_THREAD_DISK, PLABEL_WAIT_IO, ips);
+	/* runnable: no wait label, whatever the kind says */
+	ts_rec(&b, 0, 14, PLABEL_THREAD_RUNNING, PLABEL_WAIT_PREEMPTED, ips);
+	ts_rec(&b, 0, 15, 77, PLABEL_WAIT_SLEEP, ips);
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(5, st.states);
+	EXPECT_EQ(0, st.samples);
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		if (k != PLABEL_PROF_THREADS)
+			EXPECT_EQ(0, plabel_prof_num_samples(profs[k]));
+	ASSERT_EQ(1, plabel_prof_num_values(profs[PLABEL_PROF_THREADS]));
+	EXPECT_STREQ("threads",
+		     plabel_prof_sample_type(profs[PLABEL_PROF_THREADS], 0).type);
+	EXPECT_STREQ("count",
+		     plabel_prof_sample_type(profs[PLABEL_PROF_THREADS], 0).unit);
+	/* one sample a thread: the tids keep them apart */
+	EXPECT_EQ(5, plabel_prof_num_samples(profs[PLABEL_PROF_THREADS]));
+	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_THREADS]);
+	     i++) {
+		const struct plabel_prof_label *state, *wait, *job;
+
+		plabel_prof_get_sample(profs[PLABEL_PROF_THREADS], i, &si);
+		EXPECT_EQ(1, si.values[0]);
+		total += si.values[0];
+		state = find_label(&si, "state");
+		wait = find_label(&si, "wait");
+		job = find_label(&si, "job");
+		ASSERT_NE(NULL, state);
+		if (!strcmp(state->value, "running")) {
+			EXPECT_EQ(NULL, wait);
+			running++;
+			continue;
+		}
+		ASSERT_NE(NULL, wait);
+		EXPECT_STREQ("io", wait->value);
+		io++;
+		if (!strcmp(state->value, "sleeping")) {
+			ASSERT_NE(NULL, job);
+			EXPECT_STREQ("reader", job->value);
+			sleeping++;
+		} else {
+			EXPECT_STREQ("disk", state->value);
+			EXPECT_EQ(NULL, job);
+		}
+	}
+	EXPECT_EQ(5, total);
+	EXPECT_EQ(3, io);
+	EXPECT_EQ(2, sleeping);
+	EXPECT_EQ(2, running);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /*
  * OFFCPU records meet their ENDs in either order; one without an END (a
  * short wait) or an END without its OFFCPU record (it was lost) count for
