@@ -250,7 +250,8 @@ struct plabel_set *plabel_set_get_id(u64 id)
  * credentials @t and dumpability @dumpable made: as ptrace's read access
  * (__ptrace_may_access() with PTRACE_MODE_FSCREDS, and commoncap's check
  * that the target has no capability the caller lacks), or CAP_SYS_PTRACE.
- * Security modules' own ptrace rules (Yama) are not consulted.
+ * Security modules' own ptrace rules (Yama, AppArmor, SELinux) are not
+ * consulted: their hooks are not exported to modules.
  */
 static bool plabel_cred_may_read(const struct cred *c, const struct cred *t,
 				 int dumpable)
@@ -263,8 +264,9 @@ static bool plabel_cred_may_read(const struct cred *c, const struct cred *t,
 		return false;
 	if (dumpable != PLABEL_DUMP_USER)
 		return false;
-	if (c->user_ns == t->user_ns &&
-	    !cap_issubset(t->cap_permitted, c->cap_permitted))
+	/* as the kernel's ptrace check with file system credentials */
+	if (c->user_ns != t->user_ns ||
+	    !cap_issubset(t->cap_permitted, c->cap_effective))
 		return false;
 	return true;
 }
@@ -301,6 +303,9 @@ bool plabel_may_read_task(struct task_struct *t)
 		return true;
 	rcu_read_lock();
 	d = plabel_task_dumpable(t);
+	/* no memory (an exited leader): as ptrace, the credentials decide */
+	if (d < 0)
+		d = PLABEL_DUMP_USER;
 	ok = plabel_cred_may_read(current_cred(), __task_cred(t), d);
 	rcu_read_unlock();
 	return ok;

@@ -200,7 +200,13 @@ static unsigned long plabel_task_switches(struct task_struct *t)
 	return READ_ONCE(t->nvcsw) + READ_ONCE(t->nivcsw);
 }
 
-/* The record of thread t. 0, -ENOSPC, -EFAULT. */
+/*
+ * The record of thread t: 0, 1 when the caller may not read it, -ENOSPC,
+ * -EFAULT. The switch count is taken before the access check: a thread
+ * that ran after it (an exec into a setuid program, say) has what was
+ * read of it dropped as MOVED, so nothing is read of an image the check
+ * did not see.
+ */
 static int plabel_threads_one(struct plabel_threads_ctx *x,
 			      struct task_struct *t)
 {
@@ -211,13 +217,17 @@ static int plabel_threads_one(struct plabel_threads_ctx *x,
 		.cpu = task_cpu(t),
 	};
 	u32 pos = sizeof(rec), state;
-	struct mm_struct *mm = get_task_mm(t);
-	unsigned long top, switches;
+	unsigned long top, switches = plabel_task_switches(t);
+	struct mm_struct *mm;
 	struct plabel_set *set;
 	struct pt_regs regs;
 	bool user = false;
 	int err;
 
+	smp_rmb();
+	if (!plabel_may_read_task(t))
+		return 1;
+	mm = get_task_mm(t);
 	set = plabel_task_labels_get(t, mm, &top);
 	if (set && !plabel_set_may_access(set)) {
 		plabel_set_put(set);
@@ -233,8 +243,6 @@ static int plabel_threads_one(struct plabel_threads_ctx *x,
 	}
 
 	rec.time_ns = ktime_get_ns();
-	switches = plabel_task_switches(t);
-	smp_rmb();
 	state = task_state_index(t);
 	if (state >= PLABEL_THREAD_NSTATES)
 		state = PLABEL_THREAD_RUNNING;
@@ -304,7 +312,8 @@ static int plabel_threads_one(struct plabel_threads_ctx *x,
 	}
 	/* it ran meanwhile: what was read may mix two moments */
 	smp_rmb();
-	if (plabel_task_on_cpu(t) || plabel_task_switches(t) != switches) {
+	if (plabel_task_on_cpu(t) || plabel_task_switches(t) != switches ||
+	    READ_ONCE(t->mm) != mm) {
 		rec.flags |= PLABEL_THREADSTATE_MOVED;
 		rec.flags &= ~(PLABEL_SAMPLE_REGS | PLABEL_SAMPLE_TRUNC);
 		rec.nr_kernel = 0;
@@ -409,11 +418,11 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 			err = -EINTR;
 			break;
 		}
-		if (!plabel_may_read_task(tasks[i])) {
-			hidden++;
-			continue;
-		}
 		err = plabel_threads_one(x, tasks[i]);
+		if (err == 1) {
+			hidden++;
+			err = 0;
+		}
 		cond_resched();
 	}
 	for (i = 0; i < n; i++)

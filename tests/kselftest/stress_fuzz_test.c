@@ -192,7 +192,7 @@ static char *fz_reserved;	/* PROT_NONE pages: mapped but unreadable */
 static const unsigned int fz_known_cmds[] = {
 	PLABEL_IOC_SET_NEW, PLABEL_IOC_SET_PUT, PLABEL_IOC_LABELS_SET,
 	PLABEL_IOC_LABELS_GET, PLABEL_IOC_SLOT_SET, PLABEL_IOC_SESSION_START,
-	PLABEL_IOC_SESSION_STOP,
+	PLABEL_IOC_SESSION_STOP, PLABEL_IOC_THREADS_GET,
 };
 #define FZ_NCMDS (sizeof(fz_known_cmds) / sizeof(fz_known_cmds[0]))
 
