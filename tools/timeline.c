@@ -231,15 +231,20 @@ static void out_str(struct tl_out *o, const char *s)
 	out_raw(o, "\"");
 }
 
-/* Microseconds since the stream's start, to the nanosecond. */
-static void out_us(struct tl_out *o, const char *key, uint64_t ns,
-		   uint64_t start)
+/*
+ * Whole microseconds since the stream's start (0 for anything before it).
+ * Whole, so that a slice's end (ts + dur) is exactly where the next one
+ * starts: viewers add them as doubles, and decimals would leave the end a
+ * rounding error after the next start, which speedscope then nests.
+ */
+static uint64_t tl_us(const struct plabel_timeline *tl, uint64_t ns)
 {
-	int64_t d = (int64_t)(ns - start);
+	return ns > tl->start_ns ? (ns - tl->start_ns) / 1000 : 0;
+}
 
-	out_fmt(o, ",\"%s\":%s%" PRId64 ".%03" PRId64, key,
-		d < 0 ? "-" : "", (d < 0 ? -d : d) / 1000,
-		(d < 0 ? -d : d) % 1000);
+static void out_us(struct tl_out *o, const char *key, uint64_t us)
+{
+	out_fmt(o, ",\"%s\":%" PRIu64, key, us);
 }
 
 /* The start of the next event: a comma between events. */
@@ -451,50 +456,20 @@ static const char *const wait_names[] = {
 	[PLABEL_WAIT_PREEMPTED] = "preempted",
 };
 
-/*
- * "name" of a slice: what it is, then its labels (viewers that show no
- * arguments, like speedscope, show them so).
- */
-static void out_slice_name(struct tl_writer *w, const char *what,
-			   uint64_t id)
-{
-	const struct plabel_prof_label *l = NULL;
-	uint32_t n = 0, k;
-
-	if (id)
-		l = w->src->labels(w->src->ctx, id, &n);
-	out_raw(&w->out, "\"name\":\"");
-	if (!w->out.err &&
-	    plabel_tl_json_str(&w->out.buf, &w->out.len, &w->out.cap, what))
-		w->out.err = -ENOMEM;
-	for (k = 0; l && k < n; k++) {
-		out_raw(&w->out, k ? "," : " ");
-		if (!w->out.err &&
-		    (plabel_tl_json_str(&w->out.buf, &w->out.len,
-					&w->out.cap, l[k].key) ||
-		     buf_put(&w->out.buf, &w->out.len, &w->out.cap, "=", 1) ||
-		     plabel_tl_json_str(&w->out.buf, &w->out.len,
-					&w->out.cap, l[k].value)))
-			w->out.err = -ENOMEM;
-	}
-	out_raw(&w->out, "\"");
-}
-
 /* An X event on o's track from t0 to t1. */
 static void out_slice(struct tl_writer *w, const struct plabel_tl_obs *o,
 		      const char *what, const char *cat, uint64_t t0,
 		      uint64_t t1, uint64_t set_id)
 {
-	uint64_t d = t1 - t0;
+	uint64_t us0 = tl_us(w->tl, t0);
 
 	out_event(&w->out);
-	out_raw(&w->out, "{");
-	out_slice_name(w, what, set_id);
+	out_raw(&w->out, "{\"name\":");
+	out_str(&w->out, what);
 	out_fmt(&w->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%" PRIu32
 		",\"tid\":%" PRIu32, cat, o->pid, o->tid);
-	out_us(&w->out, "ts", t0, w->tl->start_ns);
-	out_fmt(&w->out, ",\"dur\":%" PRIu64 ".%03" PRIu64, d / 1000,
-		d % 1000);
+	out_us(&w->out, "ts", us0);
+	out_us(&w->out, "dur", tl_us(w->tl, t1) - us0);
 	out_args(w, set_id);
 	out_raw(&w->out, "}");
 }
@@ -506,7 +481,7 @@ static void out_sample(struct tl_writer *w, const struct plabel_tl_obs *o,
 	out_event(&w->out);
 	out_fmt(&w->out, "{\"name\":\"sample\",\"cat\":\"cpu\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%"
 		PRIu32 ",\"tid\":%" PRIu32, o->pid, o->tid);
-	out_us(&w->out, "ts", t, w->tl->start_ns);
+	out_us(&w->out, "ts", tl_us(w->tl, t));
 	if (o->stack)
 		out_fmt(&w->out, ",\"sf\":%" PRIu32, o->stack);
 	out_args(w, o->set_id);
@@ -521,7 +496,7 @@ static void out_flow(struct tl_writer *w, uint32_t pid, uint32_t tid,
 	out_fmt(&w->out, "{\"name\":\"thread creation\",\"cat\":\"thread\",\"ph\":\"%s\",\"id\":%"
 		PRIu64 ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 "%s", ph, id,
 		pid, tid, *ph == 'f' ? ",\"bp\":\"e\"" : "");
-	out_us(&w->out, "ts", t, w->tl->start_ns);
+	out_us(&w->out, "ts", tl_us(w->tl, t));
 	out_raw(&w->out, "}");
 }
 
