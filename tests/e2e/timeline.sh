@@ -5,12 +5,13 @@
 # whose labels change as they run and an unlabeled one. The file must be
 # gzipped strict JSON (python3's json) in the Trace Event Format with a
 # track per thread named after it and its process, on-CPU slices split
-# where the labels change, off-CPU slices, symbolized samples and the
-# creations as flows (tests/e2e/lib/timeline_check.py); with
-# --timeline-label only the labeled thread's track. --timeline implies
-# --off-cpu. Bad options are refused with status 2. The files stay in
-# $PLABEL_TEST_OUT/e2e-timeline/ for the browser test on the host
-# (tests/browser/timeline.sh), with the thread names to look for.
+# where the labels change, off-CPU slices, symbolized samples (with -g fp
+# and -g dwarf) and the creations as flows (tests/e2e/lib/
+# timeline_check.py); with --timeline-label only the labeled thread's
+# track. --timeline implies --off-cpu. Bad options are refused with
+# status 2. The file stays in $PLABEL_TEST_OUT/e2e-timeline/ for the
+# browser test on the host (tests/browser/timeline.sh), with the tracks
+# it must show.
 
 E2E_NAME=timeline
 . tests/e2e/lib/common.sh
@@ -58,6 +59,12 @@ for f in timeline.json.gz offcpu.pb.gz wall.pb.gz cpu.pb.gz; do
 done
 t_ok "the summary names the timeline" grep -q "wrote.*timeline.json.gz" \
 	"$D.log"
+check_file "$D/timeline.json.gz" "$D.log"
+
+# -g dwarf: the snapshots are unwound at the end, the timeline's stacks too
+D=$E2E_OUT/dwarf
+e2e_record "$D" --timeline -g dwarf -F 499 -- "$E2E_BIN/phases" 2
+t_ok "record --timeline -g dwarf exits 0" test "$?" = 0
 check_file "$D/timeline.json.gz" "$D.log"
 
 D=$E2E_OUT/only
