@@ -363,12 +363,18 @@ static int thread_kept(const struct tl_writer *w, size_t i, size_t e)
 	return 0;
 }
 
+/* Frame f and its callers are written. */
+static void frames_use(struct tl_writer *w, uint32_t f)
+{
+	for (; f && !w->frame_used[f]; f = w->tl->frames[f - 1].parent)
+		w->frame_used[f] = 1;
+}
+
 /* The threads written, and the frames their samples use. 0 or -ENOMEM. */
 static int find_threads(struct tl_writer *w)
 {
 	struct plabel_timeline *tl = w->tl;
 	size_t i, e, k, cnt = 0;
-	uint32_t f;
 
 	w->thr = malloc((tl->n ? tl->n : 1) * sizeof(*w->thr));
 	w->frame_used = calloc(tl->nframes + 1, 1);
@@ -384,9 +390,7 @@ static int find_threads(struct tl_writer *w)
 		w->thr[cnt].tid = tl->obs[i].tid;
 		w->thr[cnt++].first_ns = tl->obs[k].time_ns;
 		for (k = i; k < e; k++)
-			for (f = tl->obs[k].skip ? 0 : tl->obs[k].stack;
-			     f && !w->frame_used[f]; f = tl->frames[f - 1].parent)
-				w->frame_used[f] = 1;
+			frames_use(w, tl->obs[k].skip ? 0 : tl->obs[k].stack);
 	}
 	w->nthr = cnt;
 	return 0;

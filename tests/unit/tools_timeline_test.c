@@ -188,7 +188,10 @@ TEST(json_string_escaping)
 		/* UTF-8 kept as it is */
 		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
 		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
-		/* not UTF-8: a stray byte, a cut sequence, overlong, a surrogate, past U+10FFFF */
+		/*
+		 * not UTF-8: a stray byte, cut sequences, overlong forms,
+		 * a surrogate, past U+10FFFF
+		 */
 		{ "x\xffy", "x\\\\xffy" },
 		{ "\xc3", "\\\\xc3" },
 		{ "\xe2\x82", "\\\\xe2\\\\x82" },
