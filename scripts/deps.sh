@@ -28,6 +28,11 @@ PKGS="
 
 missing=
 for p in $PKGS; do
+	# an npm that came with another nodejs package (NodeSource's, which
+	# conflicts with Debian's npm) serves as well
+	if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then
+		continue
+	fi
 	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
 	case "$st" in
 	ii*) ;;
