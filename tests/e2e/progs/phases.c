@@ -6,7 +6,7 @@
  *                 phase=render (about 20 ms of CPU each), a 10 ms sleep
  *                 after each round;
  *   "api-upload"  endpoint=/api/upload, the same;
- *   "janitor"     no labels, 10 ms of CPU then a 10 ms sleep, each round.
+ *   "janitor"     no labels, 20 ms of CPU then a 10 ms sleep, each round.
  * Each thread names itself (pthread_setname_np) before it sets labels,
  * and prints "thread NAME tid=TID" when it ends. Usage: phases [ROUNDS]
  * (default 4).
@@ -70,7 +70,7 @@ static void *phases_fn(void *arg)
 			phases_label(p->endpoint, "render");
 			phases_burn(20000000);
 		} else {
-			phases_burn(10000000);
+			phases_burn(20000000);
 		}
 		phases_sleep_ms(10);
 	}
