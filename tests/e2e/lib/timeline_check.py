@@ -106,14 +106,16 @@ def main():
         report("parse" in phases and "render" in phases and changes >= 3,
                "%s: on-CPU slices split where phase changes" % name,
                repr(phases))
-        # (none before its first plabel_set())
-        mine_l = [e for e in samples if e["args"].get("endpoint") == ep]
+        # the work it does under its labels carries them (its start, in
+        # the library's first plabel_set(), and its exit have none)
+        work = [e["args"] for e in burn]
         other = [e["args"] for e in samples
                  if e["args"] and e["args"].get("endpoint") != ep]
-        report(not other and 4 * len(mine_l) >= 3 * len(samples),
+        report(len(work) >= 5 and not other and
+               all(a.get("endpoint") == ep for a in work),
                "%s: samples carry the thread's labels" % name,
-               "%d of %d, others: %r" % (len(mine_l), len(samples),
-                                         other[:3]))
+               "%d samples in phases_burn: %r; others: %r" % (
+                   len(work), work[:3], other[:3]))
         # the flow from the creating (main) thread to this one
         fs = [e for e in mine if e["ph"] == "f"]
         ss = {e["id"]: e for e in evs if e["ph"] == "s"}
