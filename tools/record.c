@@ -561,7 +561,7 @@ static int plabel_prepare_dir(const char *dir)
 					ret = -errno;
 			}
 			if (!ret)
-				fprintf(stderr, "plabel record: kept the previous profiles in %s as *.pb.gz.old\n",
+				fprintf(stderr, "plabel record: kept the previous files in %s as *.old\n",
 					dir);
 		} else if (!ret) {
 			fprintf(stderr, "plabel record: kept the previous %s as %s\n",
