@@ -149,6 +149,7 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
 	case PLABEL_REC_OFFCPU:
+	case PLABEL_REC_THREADSTATE:
 		ret = dec_sample(rec);
 		break;
 	case PLABEL_REC_OFFCPU_END:
@@ -169,6 +170,9 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		break;
 	case PLABEL_REC_EXEC:
 		ret = dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
+		break;
+	case PLABEL_REC_SYNC:
+		ret = dec_fixed(rec, &rec->u.sync, sizeof(rec->u.sync));
 		break;
 	default:
 		ret = 0;	/* unknown: the caller skips it */

@@ -39,7 +39,7 @@ struct plabel_dec_rec {
 			struct plabel_dec_label labels[PLABEL_MAX_LABELS];
 		} labelset;
 		struct {
-			/* SAMPLE, THREAD and OFFCPU */
+			/* SAMPLE, THREAD, OFFCPU and THREADSTATE */
 			struct plabel_rec_sample hdr;
 			const uint8_t *ips;	/* nr_kernel + nr_user u64s */
 			int has_regs;	/* regs, stack: set only then */
@@ -54,6 +54,7 @@ struct plabel_dec_rec {
 		struct plabel_rec_exec exec;
 		struct plabel_rec_comm comm;
 		struct plabel_rec_offcpu_end offcpu_end;
+		struct plabel_rec_sync sync;
 	} u;
 };
 
