@@ -6,7 +6,9 @@
 # installed it only asks dpkg and returns; the package lists are refreshed
 # only when something is missing. debootstrap is for the kernels the host
 # cannot install (5.10, 7.2): scripts/debian-kernel makes roots of their
-# suites with it when `make kmods` first needs them.
+# suites with it when `make kmods` first needs them. chromium and npm are
+# for the browser test of record --timeline (tests/browser/timeline.sh),
+# which installs its npm packages into a cache itself.
 set -eu
 
 PKGS="
@@ -20,11 +22,17 @@ PKGS="
 	golang-go graphviz strace
 	clang libclang-rt-14-dev
 	python3-docutils man-db
+	chromium npm
 	debhelper dh-dkms dkms dpkg-dev fakeroot lintian udev
 "
 
 missing=
 for p in $PKGS; do
+	# an npm that came with another nodejs package (NodeSource's, which
+	# conflicts with Debian's npm) serves as well
+	if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then
+		continue
+	fi
 	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
 	case "$st" in
 	ii*) ;;

@@ -10,6 +10,9 @@
 #      kernel log, no leak, rmmod, exit status) is one more test,
 #      build/check/vm-<kernel>.log. On the debug kernel only the module's
 #      kselftests run, unless DEBUG_E2E=1 (make check-debug).
+#      After a kernel's VM that ran tests/e2e/timeline.sh, the host opens
+#      the timeline it left in speedscope in headless Chromium
+#      (tests/browser/timeline.sh), build/check/browser-<kernel>.log.
 #   3. for each kernel in $PKG_KERNELS (default none; make check-deb:
 #      6.1 and 6.12), unless HOST_ONLY=1: a fresh VM with no plabel
 #      module loaded (PLABEL_KMOD=none) runs $PKG_TESTS (default
@@ -133,6 +136,24 @@ vm_run() {
 	done
 }
 
+# browser_check KERNEL E2E..: when tests/e2e/timeline.sh ran in the VM
+# of KERNEL, the host opens the timeline it left in speedscope, in
+# headless Chromium (tests/browser/timeline.sh), log in $C/browser-KERNEL.log
+browser_check() {
+	local k=$1 t d log
+	shift
+	for t in "$@"; do
+		[ "$(basename "$t")" = timeline.sh ] || continue
+		d=$C/vm-$k/e2e-timeline
+		log=$C/browser-$k.log
+		timeout -k 10 "$limit" sh tests/browser/timeline.sh \
+			"$d/timeline.json.gz" "$d/tracks.txt" \
+			"$C/browser-$k.png" </dev/null >"$log" 2>&1
+		printf '  %-36s %s\n' "browser-$k" "$(totals "$log")"
+		logs+=("$log")
+	done
+}
+
 if [ -z "$HOST_ONLY" ]; then
 	for k in $KERNELS; do
 		t0=$SECONDS
@@ -148,6 +169,7 @@ if [ -z "$HOST_ONLY" ]; then
 		tlimit=$limit
 		[ "$k" != debug ] || tlimit=$((limit * 2))
 		PLABEL_TEST_TIMEOUT=$tlimit vm_run "vm-$k" "$k" "$@"
+		browser_check "$k" $e2e
 		echo "check: kernel $k done in $((SECONDS - t0)) s"
 	done
 	# The packages, on a machine without the module: the VM loads none.

@@ -123,6 +123,8 @@ struct plabel_collect {
 	struct plabel_spool spool;
 	uint64_t ipbuf[PLABEL_MAX_FRAMES];
 	uint32_t skip_pid;	/* 0: none */
+	struct plabel_timeline *tl;	/* NULL: no timeline */
+	uint64_t start_ns;	/* of the STREAM record */
 };
 
 void plabel_collect_free(struct plabel_collect *c)
@@ -160,6 +162,18 @@ void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns)
 void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid)
 {
 	c->skip_pid = pid;
+}
+
+void plabel_collect_set_timeline(struct plabel_collect *c,
+				 struct plabel_timeline *tl)
+{
+	c->tl = tl;
+}
+
+/* Whether the names of processes and threads are followed. */
+static int names_kept(const struct plabel_collect *c)
+{
+	return (c->flags & PLABEL_COLLECT_NAME_LABELS) || c->tl;
 }
 
 void plabel_collect_stats(const struct plabel_collect *c,
@@ -287,7 +301,7 @@ static int note_names(struct plabel_collect *c, struct plabel_proc *p,
 	uint32_t pname;
 	int ret;
 
-	if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
+	if (!names_kept(c))
 		return 0;
 	if (!p->name0_tried && !p->nexec && h->pid != c->skip_pid) {
 		p->name0_tried = 1;
@@ -497,6 +511,39 @@ static uint64_t watermark(const struct plabel_collect *c)
 	return w == UINT64_MAX ? 0 : w;
 }
 
+/* Held sample s, of record r, in the timeline too. 0 or -ENOMEM. */
+static int timeline_note(struct plabel_collect *c,
+			 const struct plabel_dec_rec *r,
+			 const struct plabel_csample *s, uint64_t nanos)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	struct plabel_tl_obs o = {
+		.time_ns = h->time_ns,
+		.set_id = h->set_id,
+		.seq = s->seq,
+		.pid = h->pid,
+		.tid = h->tid,
+		.chain = s->chain,
+	};
+
+	switch (r->type) {
+	case PLABEL_REC_OFFCPU:
+		o.kind = PLABEL_TL_OFFCPU;
+		o.end_ns = h->time_ns + nanos;
+		o.wait = h->wait_kind;
+		break;
+	case PLABEL_REC_THREAD:
+		o.kind = PLABEL_TL_THREAD;
+		o.child_pid = h->child_pid;
+		o.child_tid = h->child_tid;
+		break;
+	default:
+		o.kind = PLABEL_TL_SAMPLE;
+		break;
+	}
+	return plabel_tl_add(c->tl, &o);
+}
+
 /* A SAMPLE, THREAD or OFFCPU record (with its wait's nanos) held. */
 static int add_sample(struct plabel_collect *c,
 		      const struct plabel_dec_rec *r, uint64_t nanos)
@@ -611,7 +658,7 @@ static int add_sample(struct plabel_collect *c,
 		s->weight = PLABEL_W_PERIOD;
 		s->value = 0;
 	}
-	return 0;
+	return c->tl ? timeline_note(c, r, s, nanos) : 0;
 }
 
 /*
@@ -942,6 +989,7 @@ static int collect_record(struct plabel_collect *c,
 	case PLABEL_REC_STREAM:
 		c->st.version = r->u.stream.version;
 		c->ncpus = r->u.stream.ncpus;
+		c->start_ns = r->u.stream.start_ns;
 		plabel_collect_set_period(c, r->u.stream.period_ns);
 		return 0;
 	case PLABEL_REC_LABELSET:
@@ -989,7 +1037,7 @@ static int collect_record(struct plabel_collect *c,
 		name = plabel_names_id(&c->names, r->u.exec.comm,
 				       sizeof(r->u.exec.comm));
 		ret = plabel_proc_exec(c->syms, p, r->u.exec.time_ns, name);
-		if (!ret && (c->flags & PLABEL_COLLECT_NAME_LABELS))
+		if (!ret && names_kept(c))
 			ret = plabel_names_thread_rename(
 				&c->names, r->u.exec.tid, r->u.exec.time_ns,
 				r->u.exec.comm, sizeof(r->u.exec.comm));
@@ -1001,7 +1049,7 @@ static int collect_record(struct plabel_collect *c,
 		/* the CPU's records stamped before it are in */
 		return cpu_seen(c, r->u.sync.cpu, r->u.sync.time_ns);
 	case PLABEL_REC_COMM:
-		if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
+		if (!names_kept(c))
 			return 0;
 		return plabel_names_thread_rename(&c->names, r->u.comm.tid,
 						  r->u.comm.time_ns,
@@ -1054,6 +1102,217 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 	if (ret == -EBADMSG)
 		c->st.bad++;
 	return ret;
+}
+
+/* ---- the timeline ---- */
+
+static int obs_seq_cmp(const void *pa, const void *pb)
+{
+	const struct plabel_tl_obs *a = pa, *b = pb;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * The chains the held samples have now (dwarf snapshots unwound at the
+ * end) in their observations, found by arrival number: the timeline
+ * holds them in arrival order until it is written.
+ */
+static void timeline_chains(struct plabel_collect *c)
+{
+	struct plabel_tl_obs key, *o;
+	size_t i;
+
+	for (i = c->head; i < c->nsamples; i++) {
+		key.seq = c->samples[i].seq;
+		o = bsearch(&key, c->tl->obs, c->tl->n, sizeof(key),
+			    obs_seq_cmp);
+		if (o)
+			o->chain = c->samples[i].chain;
+	}
+}
+
+/* Fallback name of an address: FILE+0xOFFSET, or the address. */
+static void tl_addr_name(char *buf, size_t cap, const struct plabel_map *m,
+			 uint64_t ip)
+{
+	const char *base;
+
+	if (!m) {
+		snprintf(buf, cap, "0x%" PRIx64, ip);
+		return;
+	}
+	base = strrchr(m->path, '/');
+	snprintf(buf, cap, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+		 ip - m->start + m->offset);
+}
+
+/*
+ * The frames of user address ip of p (a return address unless leaf),
+ * outermost (inlined callers) first, under *parent. 0 or -ENOMEM.
+ */
+static int tl_user_frames(struct plabel_collect *c, struct plabel_proc *p,
+			  uint64_t ip, int leaf, uint32_t *parent)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	const struct plabel_map *m = plabel_maps_find(p->view, p->nview, ip);
+	char name[512];
+	uint64_t bias;
+	int n = 0, i;
+
+	if (m && m->elf &&
+	    !plabel_elf_bias(m->elf, m->start, m->offset, &bias)) {
+		uint64_t va = ip - bias - (leaf ? 0 : 1);
+
+		fr[0].function = plabel_elf_plt(m->elf, va);
+		n = fr[0].function ? 1 :
+		    plabel_elf_symbolize(m->elf, va, fr,
+					 PLABEL_SYM_MAX_FRAMES);
+	}
+	if (n <= 0) {
+		fr[0].function = NULL;
+		n = 1;
+	}
+	for (i = n; i-- > 0;) {
+		const char *fn = fr[i].function;
+
+		if (!fn) {
+			tl_addr_name(name, sizeof(name), m, ip);
+			fn = name;
+		}
+		*parent = plabel_tl_frame(c->tl, *parent, fn);
+		if (!*parent)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The leaf frame of chain ch of p (view made), 0 for none. 0 or -ENOMEM. */
+static int tl_chain_frames(struct plabel_collect *c, struct plabel_proc *p,
+			   const struct plabel_chain *ch, uint32_t *leaf)
+{
+	size_t n = (size_t)ch->nk + ch->nu, i;
+	uint32_t parent = 0;
+	char name[64];
+	int ret;
+
+	if (n > PLABEL_MAX_FRAMES)
+		n = PLABEL_MAX_FRAMES;
+	for (i = n; i-- > 0;) {
+		uint64_t ip = ch->ips[i];
+		const char *fn;
+
+		if (!ip)
+			continue;
+		if (i < ch->nk || ip >= PLABEL_KERNEL_START) {
+			fn = plabel_syms_kernel(c->syms, ip);
+			if (!fn) {
+				snprintf(name, sizeof(name),
+					 "[kernel] 0x%" PRIx64, ip);
+				fn = name;
+			}
+			parent = plabel_tl_frame(c->tl, parent, fn);
+			if (!parent)
+				return -ENOMEM;
+			continue;
+		}
+		ret = tl_user_frames(c, p, ip, i == 0, &parent);
+		if (ret)
+			return ret;
+	}
+	*leaf = parent;
+	return 0;
+}
+
+/*
+ * Observation o resolved: left out as the profiles leave it out (what
+ * skip_pid ran before its exec), its stack's frames for a CPU sample
+ * (cache: by generation, chain and process). 0 or -ENOMEM.
+ */
+static int tl_resolve(struct plabel_collect *c, struct plabel_pair_map *cache,
+		      struct plabel_tl_obs *o)
+{
+	struct plabel_proc *p = plabel_procs_get(&c->procs, o->pid);
+	uint32_t gen, leaf = 0;
+	uint64_t *slot;
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	gen = plabel_proc_gen(p, o->time_ns);
+	if (o->pid && o->pid == c->skip_pid && !gen && p->nexec) {
+		o->skip = 1;
+		return 0;
+	}
+	if (o->kind != PLABEL_TL_SAMPLE)
+		return 0;
+	slot = plabel_pair_slot(cache, (uint64_t)gen << 32 | o->chain,
+				o->pid);
+	if (!slot)
+		return -ENOMEM;
+	if (!*slot) {
+		ret = plabel_proc_view(p, gen);
+		if (!ret)
+			ret = tl_chain_frames(c, p,
+					      plabel_chain_at(&c->chains,
+							      o->chain),
+					      &leaf);
+		if (ret)
+			return ret;
+		*slot = (uint64_t)leaf + 1;
+	}
+	o->stack = (uint32_t)(*slot - 1);
+	return 0;
+}
+
+static const struct plabel_prof_label *tl_labels(void *ctx, uint64_t id,
+						 uint32_t *n)
+{
+	struct plabel_collect *c = ctx;
+	const struct plabel_lset *ls = plabel_lsets_find(&c->lsets, id);
+
+	if (!ls)
+		return NULL;
+	*n = ls->count;
+	return ls->labels;
+}
+
+static const char *tl_thread_name(void *ctx, uint32_t tid, uint64_t t)
+{
+	struct plabel_collect *c = ctx;
+	uint32_t id = plabel_names_thread_at(&c->names, tid, t);
+
+	return id ? plabel_names_str(&c->names, id) : NULL;
+}
+
+static const char *tl_process_name(void *ctx, uint32_t pid, uint64_t t)
+{
+	struct plabel_collect *c = ctx;
+	struct plabel_proc *p = plabel_procs_get(&c->procs, pid);
+	uint32_t id = p ? plabel_proc_name_at(p, t) : 0;
+
+	return id ? plabel_names_str(&c->names, id) : NULL;
+}
+
+int plabel_collect_write_timeline(struct plabel_collect *c, const char *path)
+{
+	const struct plabel_tl_source src = {
+		.ctx = c,
+		.labels = tl_labels,
+		.thread_name = tl_thread_name,
+		.process_name = tl_process_name,
+	};
+	struct plabel_pair_map cache = { 0 };
+	size_t i;
+	int ret = 0;
+
+	if (!c->tl)
+		return -EINVAL;
+	c->tl->start_ns = c->start_ns;
+	for (i = 0; i < c->tl->n && !ret; i++)
+		ret = tl_resolve(c, &cache, &c->tl->obs[i]);
+	plabel_pair_map_free(&cache);
+	return ret ? ret : plabel_tl_write(c->tl, &src, path, NULL, NULL);
 }
 
 /* ---- building the profiles ---- */
@@ -1140,6 +1399,8 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	int ret;
 
 	ret = unwind_all_pending(c);
+	if (!ret && c->tl)
+		timeline_chains(c);
 	if (!ret)
 		ret = plabel_weigh(&c->weigher, held(c),
 				   c->nsamples - c->head, c->period_ns,

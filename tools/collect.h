@@ -18,6 +18,7 @@
 #include "profile.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "timeline.h"
 
 struct plabel_collect;
 
@@ -83,6 +84,20 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
  * as they were).
  */
 int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns);
+
+/*
+ * Also note every CPU sample, off-CPU interval and thread creation in tl
+ * (the caller's; set before the first buffer), with the names of
+ * processes and threads (also with PLABEL_COLLECT_NAME_LABELS unset).
+ */
+void plabel_collect_set_timeline(struct plabel_collect *c,
+				 struct plabel_timeline *tl);
+
+/*
+ * After plabel_collect_finish(): the timeline's stacks symbolized, and
+ * written to path (plabel_tl_write()). 0 or a negative errno.
+ */
+int plabel_collect_write_timeline(struct plabel_collect *c, const char *path);
 
 void plabel_collect_stats(const struct plabel_collect *c,
 			  struct plabel_collect_stats *st);

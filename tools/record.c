@@ -35,6 +35,7 @@
 #include "plabel_uapi.h"
 #include "serve.h"
 #include "session.h"
+#include "timeline.h"
 
 #define PLABEL_READ_BUF		(4U << 20)
 
@@ -73,6 +74,7 @@ void plabel_record_usage(FILE *f)
 {
 	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     [--no-process-labels] [--off-cpu [--off-cpu-min D]]\n"
+	      "                     [--timeline [--timeline-label KEY=VALUE]]\n"
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     -a | -p PID[,PID..]\n"
@@ -108,6 +110,13 @@ void plabel_record_usage(FILE *f)
 	      "      --off-cpu-min D    only waits of at least D (N us, ms or s, at\n"
 	      "                         most 10s; default: the\n"
 	      "                         kernel.plabel.offcpu_min_us sysctl)\n"
+	      "      --timeline         also DIR/timeline.json.gz (Trace Event Format,\n"
+	      "                         for Perfetto UI and speedscope): a track per\n"
+	      "                         thread, on- and off-CPU slices with their\n"
+	      "                         labels, samples with stacks, thread creations;\n"
+	      "                         at most " PLABEL_STR(PLABEL_TL_MAX_OBS) " observations. Implies\n"
+	      "                         --off-cpu (--off-cpu-min applies)\n"
+	      "      --timeline-label KEY=VALUE  only threads that carried this label\n"
 	      "      --every T          one profile of each kind per T (S, Ss, Mm or\n"
 	      "                         Hh) as DIR/cpu-YYYYmmddTHHMMSS.pb.gz and\n"
 	      "                         DIR/threadcreate-..., stamped with the\n"
@@ -352,10 +361,36 @@ static int plabel_kind_written(size_t k, uint32_t record)
 	       (record & plabel_kinds[k].record_flag);
 }
 
+/*
+ * DIR/timeline.json.gz, after the profiles were built; its path in *path
+ * (malloc()ed). 0 or -errno, after a message.
+ */
+static int plabel_write_timeline(struct plabel_collect *col,
+				 const struct plabel_timeline *tl,
+				 const char *dir, char **path)
+{
+	int ret;
+
+	if (asprintf(path, "%s/%s", dir, PLABEL_TIMELINE_FILE) < 0) {
+		*path = NULL;
+		return -ENOMEM;
+	}
+	ret = plabel_collect_write_timeline(col, *path);
+	if (ret)
+		fprintf(stderr, "plabel record: cannot write %s: %s\n", *path,
+			strerror(-ret));
+	else if (tl->dropped)
+		fprintf(stderr, "plabel record: %s holds the first %zu observations only: %" PRIu64 " later ones were left out (the profiles have them)\n",
+			*path, tl->n, tl->dropped);
+	return ret;
+}
+
 static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 				 int64_t wall_ns, int64_t dur_ns,
-				 uint32_t record)
+				 uint32_t record,
+				 const struct plabel_timeline *tl)
 {
+	char *tl_path = NULL;
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	char *paths[PLABEL_PROF_NKINDS] = { NULL };
 	struct plabel_collect_stats s;
@@ -383,6 +418,8 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 			fprintf(stderr, "plabel record: cannot write %s: %s\n",
 				paths[k], strerror(-ret));
 	}
+	if (!ret && tl)
+		ret = plabel_write_timeline(col, tl, dir, &tl_path);
 	if (ret)
 		goto out;
 	plabel_collect_stats(col, &s);
@@ -400,8 +437,11 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		if (plabel_kind_written(k, record))
 			fprintf(stderr, "%s %s", k ? "," : "", paths[k]);
+	if (tl_path)
+		fprintf(stderr, ", %s", tl_path);
 	fputc('\n', stderr);
 out:
+	free(tl_path);
 	if (ret == -ENOMEM)
 		fprintf(stderr, "plabel record: out of memory\n");
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++) {
@@ -439,14 +479,22 @@ static int plabel_shell_status(int wst)
 }
 
 /* Whether dir holds one of the files record writes. */
+/* The name of the i-th file record writes (NULL past the last). */
+static const char *plabel_out_file(size_t i)
+{
+	if (i < PLABEL_PROF_NKINDS)
+		return plabel_kinds[i].file;
+	return i == PLABEL_PROF_NKINDS ? PLABEL_TIMELINE_FILE : NULL;
+}
+
 static int plabel_dir_has_profile(const char *dir)
 {
 	char path[PATH_MAX];
 	size_t i;
 
-	for (i = 0; i < PLABEL_PROF_NKINDS; i++) {
+	for (i = 0; plabel_out_file(i); i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", dir,
-			     plabel_kinds[i].file) < (int)sizeof(path) &&
+			     plabel_out_file(i)) < (int)sizeof(path) &&
 		    !access(path, F_OK))
 			return 1;
 	}
@@ -459,9 +507,9 @@ static int plabel_remove_old(const char *old)
 	char path[PATH_MAX];
 	size_t i;
 
-	for (i = 0; i < PLABEL_PROF_NKINDS; i++) {
+	for (i = 0; plabel_out_file(i); i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", old,
-			     plabel_kinds[i].file) >= (int)sizeof(path))
+			     plabel_out_file(i)) >= (int)sizeof(path))
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
 			return -errno;
@@ -500,12 +548,11 @@ static int plabel_prepare_dir(const char *dir)
 			ret = -errno;
 		if (ret == -EBUSY || ret == -EINVAL) {
 			/* the directory cannot move: its files do */
-			for (i = 0, ret = 0; i < PLABEL_PROF_NKINDS && !ret;
-			     i++) {
+			for (i = 0, ret = 0; plabel_out_file(i) && !ret; i++) {
 				char from[PATH_MAX];
 
 				if (snprintf(from, sizeof(from), "%s/%s", dir,
-					     plabel_kinds[i].file) >=
+					     plabel_out_file(i)) >=
 				    (int)sizeof(from) ||
 				    snprintf(probe, sizeof(probe), "%s.old",
 					     from) >= (int)sizeof(probe))
@@ -514,7 +561,7 @@ static int plabel_prepare_dir(const char *dir)
 					ret = -errno;
 			}
 			if (!ret)
-				fprintf(stderr, "plabel record: kept the previous profiles in %s as *.pb.gz.old\n",
+				fprintf(stderr, "plabel record: kept the previous files in %s as *.old\n",
 					dir);
 		} else if (!ret) {
 			fprintf(stderr, "plabel record: kept the previous %s as %s\n",
@@ -717,7 +764,50 @@ static int plabel_record_every(int fd, const char *dir, uint64_t every,
 	return status;
 }
 
+/*
+ * --timeline and --timeline-label into tl. 0, or 2 (bad usage) after a
+ * message.
+ */
+static int plabel_record_timeline_opts(struct plabel_timeline *tl,
+				       int timeline, const char *label)
+{
+	int ret;
+
+	if (!label)
+		return 0;
+	if (!timeline) {
+		fprintf(stderr, "plabel record: --timeline-label needs --timeline\n");
+		return 2;
+	}
+	ret = plabel_tl_set_focus(tl, label);
+	if (ret == -ENOMEM) {
+		fprintf(stderr, "plabel record: out of memory\n");
+		return 1;
+	}
+	if (ret) {
+		fprintf(stderr, "plabel record: bad --timeline-label '%s' (KEY=VALUE, a key not empty, no control bytes)\n",
+			label);
+		return 2;
+	}
+	return 0;
+}
+
+static int plabel_record_run(int argc, char **argv,
+			     struct plabel_timeline *tl);
+
 int plabel_cmd_record(int argc, char **argv)
+{
+	struct plabel_timeline tl;
+	int ret;
+
+	plabel_tl_init(&tl, 0);
+	ret = plabel_record_run(argc, argv, &tl);
+	plabel_tl_release(&tl);
+	return ret;
+}
+
+static int plabel_record_run(int argc, char **argv,
+			     struct plabel_timeline *tl)
 {
 	static const struct option opts[] = {
 		{ "freq", required_argument, NULL, 'F' },
@@ -730,6 +820,8 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "every", required_argument, NULL, 'E' },
 		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "off-cpu-min", required_argument, NULL, 'M' },
+		{ "timeline", no_argument, NULL, 'T' },
+		{ "timeline-label", required_argument, NULL, 'L' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -756,6 +848,8 @@ int plabel_cmd_record(int argc, char **argv)
 	struct plabel_syms *syms = NULL;
 	unsigned int flags;
 	char **cmd = NULL;
+	int timeline = 0, offcpu = 0;
+	const char *tl_label = NULL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+F:g:o:ap:h", opts, NULL)) != -1) {
@@ -811,7 +905,13 @@ int plabel_cmd_record(int argc, char **argv)
 			}
 			break;
 		case 'O':
-			record |= PLABEL_RECORD_OFFCPU;
+			offcpu = 1;
+			break;
+		case 'T':
+			timeline = 1;
+			break;
+		case 'L':
+			tl_label = optarg;
 			break;
 		case 'M':
 			if (plabel_parse_min_us(optarg, &min_us)) {
@@ -833,12 +933,19 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv + optind;
+	ret = plabel_record_timeline_opts(tl, timeline, tl_label);
+	if (ret)
+		return ret;
+	/* the timeline's off-CPU slices come from the off-CPU records */
+	if (offcpu || timeline)
+		record |= PLABEL_RECORD_OFFCPU;
 	if (min_us && !(record & PLABEL_RECORD_OFFCPU)) {
 		fprintf(stderr, "plabel record: --off-cpu-min needs --off-cpu\n");
 		return 2;
 	}
 	if (every && record) {
-		fprintf(stderr, "plabel record: --off-cpu does not go with --every\n");
+		fprintf(stderr, "plabel record: %s does not go with --every\n",
+			timeline ? "--timeline" : "--off-cpu");
 		return 2;
 	}
 	if (every && (cmd || (!all && !npids))) {
@@ -909,6 +1016,8 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (hz)
 		plabel_collect_set_period(st.col, 1000000000ULL / hz);
+	if (timeline)
+		plabel_collect_set_timeline(st.col, tl);
 
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = plabel_on_signal;
@@ -1111,7 +1220,7 @@ int plabel_cmd_record(int argc, char **argv)
 				       (int64_t)wall.tv_sec * 1000000000LL +
 				       wall.tv_nsec,
 				       (int64_t)((plabel_now() - t0) * 1e9),
-				       record);
+				       record, timeline ? tl : NULL);
 	/* `plabel record -- make && ..` works as `make && ..` does */
 	if (cmd && plabel_shell_status(cmd_status))
 		status = plabel_shell_status(cmd_status);
