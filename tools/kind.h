@@ -16,6 +16,7 @@
 enum plabel_prof_kind {
 	PLABEL_PROF_CPU,
 	PLABEL_PROF_THREADCREATE,
+	PLABEL_PROF_HEAP,
 	PLABEL_PROF_NKINDS
 };
 
@@ -34,12 +35,16 @@ struct plabel_kind {
 	size_t nvalues;
 	/*
 	 * Sample value types, in the order of the values plabel_prof_sample()
-	 * takes (count, nanos): those past nvalues are dropped.
+	 * takes (count, nanos; the heap's four through
+	 * plabel_prof_sample_values()): those past nvalues are dropped.
 	 */
 	struct plabel_kind_value values[PLABEL_KIND_MAX_VALUES];
 	size_t period_value;		/* values[] index of the period type */
+	struct plabel_kind_value period_type;	/* else this, when type set */
 	/* period: the sampling period when set, else 1 per sample */
 	int period_is_sampling;
+	/* only when asked for (record --heap): no file, no records else */
+	int optional;
 	/*
 	 * Default sample type viewers show, or NULL to write none (pprof's
 	 * rule then picks the last value).

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "heaplib.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
 #include "serve.h"
@@ -72,7 +73,8 @@ static void plabel_on_child(int sig)
 void plabel_record_usage(FILE *f)
 {
 	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
-	      "                     [--no-process-labels] [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
+	      "                     [--no-process-labels] [--heap[=BYTES]]\n"
+	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     -a | -p PID[,PID..]\n"
 	      "\n"
@@ -99,6 +101,11 @@ void plabel_record_usage(FILE *f)
 	      "      --duration S       stop after S seconds (decimals allowed;\n"
 	      "                         CMD, if still running, gets SIGTERM)\n"
 	      "      --no-process-labels  no process and thread name labels\n"
+	      "      --heap[=BYTES]     also DIR/heap.pb.gz: allocations sampled every\n"
+	      "                         BYTES on average (default 512K; K, M, G), by\n"
+	      "                         libplabel-heap.so, preloaded into CMD (and\n"
+	      "                         what it starts); with -a or -p, of the\n"
+	      "                         processes started with plabel run --heap\n"
 	      "      --every T          one profile of each kind per T (S, Ss, Mm or\n"
 	      "                         Hh) as DIR/cpu-YYYYmmddTHHMMSS.pb.gz and\n"
 	      "                         DIR/threadcreate-..., stamped with the\n"
@@ -336,8 +343,14 @@ static void plabel_progress(struct plabel_rec_state *st, double t0,
 		final ? "\n" : "   ");
 }
 
+/* Whether record writes kind k's file: the heap's with --heap only. */
+static int plabel_kind_wanted(size_t k, int heap)
+{
+	return !plabel_kinds[k].optional || heap;
+}
+
 static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
-				 int64_t wall_ns, int64_t dur_ns)
+				 int64_t wall_ns, int64_t dur_ns, int heap)
 {
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	char *paths[PLABEL_PROF_NKINDS] = { NULL };
@@ -359,6 +372,8 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 		}
 	}
 	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
+		if (!plabel_kind_wanted(k, heap))
+			continue;
 		ret = plabel_prof_write(profs[k], paths[k]);
 		if (ret)
 			fprintf(stderr, "plabel record: cannot write %s: %s\n",
@@ -376,8 +391,13 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 		s.labelsets, s.lost, s.unresolved ?
 		" (some label sets unresolved)" : "");
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
-		fprintf(stderr, "%s %s", k ? "," : "", paths[k]);
+		if (plabel_kind_wanted(k, heap))
+			fprintf(stderr, "%s %s", k ? "," : "", paths[k]);
 	fputc('\n', stderr);
+	if (heap)
+		fprintf(stderr, "plabel: %" PRIu64 " sampled allocations, %" PRIu64
+			" frees, %" PRIu64 " lost frees\n", s.allocs, s.frees,
+			s.lost_frees);
 out:
 	if (ret == -ENOMEM)
 		fprintf(stderr, "plabel record: out of memory\n");
@@ -677,11 +697,12 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "no-process-labels", no_argument, NULL, 'N' },
 		{ "every", required_argument, NULL, 'E' },
+		{ "heap", optional_argument, NULL, 'H' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct plabel_session_opts so;
+	struct plabel_session_opts so = { 0 };
 	struct plabel_rec_state st = { .fd = -1 };
 	struct sigaction act, old_int, old_term, old_chld;
 	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
@@ -694,7 +715,7 @@ int plabel_cmd_record(int argc, char **argv)
 	int watch = 0;	/* -p without CMD: ends when they have exited */
 	int names = 1;	/* process and thread labels */
 	double duration = 0, deadline = 0;
-	uint64_t every = 0;
+	uint64_t every = 0, heap = 0;
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -756,6 +777,13 @@ int plabel_cmd_record(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'H':
+			if (plabel_heap_parse(optarg, &heap)) {
+				fprintf(stderr, "plabel record: bad heap interval '%s' (bytes, 1 to 2^40, with K, M or G)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'V':
 			printf("plabel %s\n", PLABEL_VERSION);
 			return 0;
@@ -769,6 +797,22 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv + optind;
+	if (every && heap) {
+		fprintf(stderr, "plabel record: --heap and --every do not go together\n");
+		return 2;
+	}
+	if (heap && cmd) {
+		const char *lib;
+
+		ret = plabel_heap_preload(&lib);
+		if (ret) {
+			fprintf(stderr, "plabel record: --heap: %s %s (set PLABEL_HEAP_LIB)\n",
+				ret == -ENOENT ? "cannot find" :
+				ret == -EINVAL ? "cannot preload" :
+				"out of memory for", lib);
+			return 1;
+		}
+	}
 	if (every && (cmd || (!all && !npids))) {
 		fprintf(stderr, "plabel record: --every needs -a or -p PIDS (and no CMD)\n");
 		plabel_record_usage(stderr);
@@ -837,6 +881,8 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (hz)
 		plabel_collect_set_period(st.col, 1000000000ULL / hz);
+	if (heap)
+		plabel_collect_set_heap_rate(st.col, heap);
 
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = plabel_on_signal;
@@ -881,6 +927,7 @@ int plabel_cmd_record(int argc, char **argv)
 	so.hz = hz;
 	so.pids = pids;
 	so.npids = npids;
+	so.heap_bytes = heap;
 	ret = plabel_session_start(st.fd, &so);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",
@@ -1036,7 +1083,8 @@ int plabel_cmd_record(int argc, char **argv)
 	status = plabel_write_profiles(st.col, dir,
 				       (int64_t)wall.tv_sec * 1000000000LL +
 				       wall.tv_nsec,
-				       (int64_t)((plabel_now() - t0) * 1e9));
+				       (int64_t)((plabel_now() - t0) * 1e9),
+				       !!heap);
 	/* `plabel record -- make && ..` works as `make && ..` does */
 	if (cmd && plabel_shell_status(cmd_status))
 		status = plabel_shell_status(cmd_status);

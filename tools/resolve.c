@@ -241,6 +241,10 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 	uint32_t n = 0, i, set;
 	uint64_t *slot;
 	int ret, hasp = 0, hast = 0;
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
+		(int64_t)a->count, (int64_t)a->nanos,
+		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
+	};
 
 	slot = plabel_pair_slot(&r->ns, ls ? ls->id : 0,
 				(uint64_t)a->pname << 32 | a->tname);
@@ -267,12 +271,11 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 			return ret;
 		*slot = set;
 	}
-	return plabel_prof_sample_labelset(r->prof, locs, nlocs,
-					   (uint32_t)*slot,
-					   pids ? (int64_t)a->pid : -1,
-					   pids ? (int64_t)a->tid : -1,
-					   (int64_t)a->count,
-					   (int64_t)a->nanos);
+	return plabel_prof_sample_labelset_values(r->prof, locs, nlocs,
+						  (uint32_t)*slot,
+						  pids ? (int64_t)a->pid : -1,
+						  pids ? (int64_t)a->tid : -1,
+						  vals);
 }
 
 /*
@@ -286,8 +289,10 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 	int pids = r->src.pid_labels;
 	int64_t pid = pids ? (int64_t)a->pid : -1;
 	int64_t tid = pids ? (int64_t)a->tid : -1;
-	int64_t n = (int64_t)a->count;
-	int64_t nanos = (int64_t)a->nanos;
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
+		(int64_t)a->count, (int64_t)a->nanos,
+		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
+	};
 	struct plabel_prof_label unres;
 	const struct plabel_lset *ls = NULL;
 	uint32_t *set = NULL;
@@ -302,8 +307,9 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 			unres.key = "plabel_unresolved_set";
 			unres.value = idbuf;
 			r->unresolved += a->count;
-			return plabel_prof_sample(r->prof, locs, nlocs, &unres,
-						  1, pid, tid, n, nanos);
+			return plabel_prof_sample_values(r->prof, locs, nlocs,
+							 &unres, 1, pid, tid,
+							 vals);
 		}
 	}
 	if (a->pname || a->tname)
@@ -317,8 +323,9 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 				return ret;
 		}
 	}
-	return plabel_prof_sample_labelset(r->prof, locs, nlocs,
-					   set ? *set : 0, pid, tid, n, nanos);
+	return plabel_prof_sample_labelset_values(r->prof, locs, nlocs,
+						  set ? *set : 0, pid, tid,
+						  vals);
 }
 
 /*

@@ -34,8 +34,10 @@ struct plabel_agg {
 	uint32_t type;
 	uint32_t pname, tname;	/* process and thread name ids, 0: none */
 	uint32_t reserved;
-	uint64_t count;
-	uint64_t nanos;		/* CPU nanoseconds, SAMPLE only */
+	uint64_t count;		/* ALLOC: alloc_objects, scaled */
+	uint64_t nanos;		/* CPU nanoseconds, SAMPLE; ALLOC: alloc_space */
+	uint64_t inuse_count;	/* ALLOC only: inuse_objects */
+	uint64_t inuse_bytes;	/* ALLOC only: inuse_space */
 };
 
 /* What samples are resolved against; the lsets sorted. */

@@ -962,11 +962,15 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
 		const char *file = plabel_kinds[k].file;
 		const char *dot = strchr(file, '.');
-		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
+		int n;
+
+		/* the heap only for record --heap, which has no --every */
+		if (plabel_kinds[k].optional)
+			continue;
+		n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
 						     (int)strlen(file)),
 				 file, stamp, dot ? dot : "");
-
 		if (n < 0 || (size_t)n >= sizeof(path))
 			ret = -ENAMETOOLONG;
 		else

@@ -89,7 +89,12 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 	sa.sample_hz = o->hz;
 	sa.record = PLABEL_RECORD_KERNEL;
 	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
-		sa.record |= plabel_kinds[i].record_flag;
+		if (!plabel_kinds[i].optional)
+			sa.record |= plabel_kinds[i].record_flag;
+	if (o->heap_bytes) {
+		sa.record |= PLABEL_RECORD_HEAP;
+		sa.heap_bytes = o->heap_bytes;
+	}
 	if (o->target != PLABEL_TARGET_ALL) {
 		sa.pids = (uintptr_t)o->pids;
 		sa.npids = o->npids;

@@ -26,10 +26,12 @@ struct plabel_session_opts {
 	unsigned long hz;	/* 0: the sysctl's default */
 	const int32_t *pids;	/* PIDS and TREE targets */
 	uint32_t npids;
+	uint64_t heap_bytes;	/* heap records at this interval; 0: none */
 };
 
 /*
- * Start a session on fd recording every profile kind (kind.h) and kernel
+ * Start a session on fd recording every profile kind (kind.h) but the
+ * optional ones not asked for (the heap without heap_bytes), and kernel
  * frames. 0 or -errno (see plabel_start_err()).
  */
 int plabel_session_start(int fd, const struct plabel_session_opts *o);

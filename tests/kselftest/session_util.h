@@ -316,6 +316,19 @@ static inline void su_check(struct su_stream *st)
 				need += 8 * PLABEL_REGS_NR + s->stack_size;
 			break;
 		}
+		case PLABEL_REC_ALLOC: {
+			struct plabel_rec_sample *s = (void *)h;
+
+			need = sizeof(*s) + sizeof(struct plabel_rec_alloc);
+			if (h->size >= need)
+				need += 8 * (s->nr_kernel + s->nr_user);
+			if (h->size >= need && (s->flags & PLABEL_SAMPLE_REGS))
+				need += 8 * PLABEL_REGS_NR + s->stack_size;
+			break;
+		}
+		case PLABEL_REC_FREE:
+			need = sizeof(struct plabel_rec_free);
+			break;
 		case PLABEL_REC_LOST:
 			need = sizeof(struct plabel_rec_lost);
 			break;
