@@ -18,7 +18,10 @@
  *   - the tick (delayed work, every PLABEL_TICK_MS): walks the mappings of
  *     the mms the handler queued; every PLABEL_WAKE_TICKS wakes the reader
  *     if records wait;
- *   - the wake irq_work: wakes a sleeping reader when a ring is half full.
+ *   - the wake irq_work: wakes a sleeping reader when a ring is half full;
+ *   - the HEAP_ALLOC and HEAP_FREE ioctls (heap.c), process context:
+ *     plabel_session_on_alloc() and plabel_session_on_free(), each ring
+ *     write with interrupts disabled, as on_clone's.
  * A reader is woken rarely: each wake-up costs the profiled programs a
  * read's worth of CPU time, whether one record waits or thousands.
  */

@@ -221,8 +221,10 @@ PLABEL_EXPORT void *realloc(void *old, size_t n)
 		plabel_heap_alloced(p, n);
 	else if (was && n && plabel_heap_pg->interval) {
 		int saved = errno;
+		size_t kept = plabel_heap_usable_fn ?
+			      plabel_heap_usable_fn(old) : n;
 
-		plabel_heap_report(old, n, plabel_heap_pg->interval);
+		plabel_heap_report(old, kept, plabel_heap_pg->interval);
 		errno = saved;
 	}
 	return p;

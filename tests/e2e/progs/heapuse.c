@@ -8,7 +8,8 @@
  * alloc_beta()). Then a forked child under endpoint=child allocates and
  * keeps a little, frees some of what it inherited, and exits. Along the
  * way: free(NULL), realloc(p, 0), realloc growing a block, calloc
- * overflowing, a failed huge malloc. At exit it prints the requested
+ * overflowing, a failed huge malloc; and the main thread keeps 4 MiB
+ * under the labels it started with. At exit it prints the requested
  * bytes each allocated and still holds ("heap alloc alpha=N beta=N inuse
  * alpha=N beta=N") for the test to compare with the profile. Usage:
  * heapuse [ALPHA_MIB] (default 96).
@@ -67,7 +68,7 @@ static void *heap_one(unsigned int k, size_t n)
 	}
 }
 
-static void heap_work(struct heap_worker *w)
+__attribute__((noinline)) static void heap_work(struct heap_worker *w)
 {
 	unsigned int k = 0;
 
@@ -183,6 +184,10 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	heap_edges();
+	/* 4 MiB kept under the labels the process started with */
+	for (i = 0; i < 64; i++)
+		if (!heap_one(i, 65536))
+			return 1;
 	for (i = 0; i < 2; i++)
 		if (pthread_create(&t[i], NULL, heap_thread, &w[i]))
 			return 1;
