@@ -108,8 +108,8 @@ static void plabel_heap_report(void *p, size_t requested, uint64_t weight)
 						   requested,
 		.weight = weight,
 	};
-	struct plabel_heap_tab *t = plabel_heap_tab_get();
 	int saved = errno;
+	struct plabel_heap_tab *t = plabel_heap_tab_get();
 
 	if (a.usable < a.requested)
 		a.usable = a.requested;
@@ -118,6 +118,7 @@ static void plabel_heap_report(void *p, size_t requested, uint64_t weight)
 	if (!t || plabel_heap_tab_insert(t, (uintptr_t)p)) {
 		__atomic_fetch_add(&plabel_heap_table_full, 1,
 				   __ATOMIC_RELAXED);
+		errno = saved;
 		return;
 	}
 	/* no session took it: no FREE will be wanted */

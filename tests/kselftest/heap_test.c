@@ -190,11 +190,6 @@ TEST(no_session_cheap)
 	close(fd);
 }
 
-static void *no_heap_thread(void *arg)
-{
-	return NULL;
-}
-
 /*
  * The page says the smallest interval of the running heap sessions, and
  * 0 when none runs; session settings are checked.
@@ -239,7 +234,6 @@ TEST(page_follows_sessions)
 	/* the page outlives the file it was mapped through */
 	close(fd0);
 	EXPECT_EQ(0ULL, pg->interval);
-	(void)no_heap_thread;
 }
 
 __attribute__((noinline)) static int heap_alloc_here(int fd, uint64_t addr)
@@ -255,7 +249,8 @@ __attribute__((noinline)) static int heap_alloc_here(int fd, uint64_t addr)
  * ALLOC and FREE records: fields, labels, a stack with the caller, in fp
  * and dwarf mode; a process the session does not follow writes nothing.
  */
-static void alloc_records(struct __test_metadata *_metadata, uint32_t mode)
+static __attribute__((noinline)) void
+alloc_records(struct __test_metadata *_metadata, uint32_t mode)
 {
 	struct su_stream st = { 0 };
 	struct su_reader rd;
@@ -343,7 +338,7 @@ TEST(frees_never_lost_silently)
 	long long ring_kb = su_read_num(SU_SYSCTL "ring_kb");
 	uint64_t frees = 0, lost_frees = 0, allocs_ok = 0, allocs_rec = 0;
 	uint64_t lost_records = 0;
-	int fd, i, n = 20000, ncpu;
+	int fd, i, n = 20000;
 	cpu_set_t one;
 	size_t off;
 
@@ -386,21 +381,20 @@ TEST(frees_never_lost_silently)
 			 l->kind == PLABEL_LOST_RECORDS)
 			lost_records += l->lost;
 	}
-	ncpu = 1;
 	TH_LOG("ring %lld KiB: %llu ALLOCs written (%llu said so), %llu lost; %llu FREEs written, %llu counted lost",
 	       ring_kb, (unsigned long long)allocs_rec,
 	       (unsigned long long)allocs_ok,
 	       (unsigned long long)lost_records, (unsigned long long)frees,
 	       (unsigned long long)lost_frees);
+	/* an ALLOC the call counted is there; one it did not, counted lost */
 	EXPECT_EQ(allocs_ok, allocs_rec);
-	EXPECT_EQ((uint64_t)n, allocs_ok + lost_records);
+	EXPECT_LE((uint64_t)n - allocs_ok, lost_records);
 	EXPECT_LT(0ULL, lost_records) TH_LOG("the ring never filled");
 	/* the FREE room: an eighth of the ring took FREEs after ALLOCs stopped */
 	EXPECT_LT((uint64_t)(ring_kb * 1024 / 8 / sizeof(struct plabel_rec_free)) / 2,
 		  frees);
 	EXPECT_EQ((uint64_t)(4 * n), frees + lost_frees);
 	EXPECT_LT(0ULL, lost_frees);
-	(void)ncpu;
 	su_stream_free(&st);
 	close(fd);
 }
