@@ -149,11 +149,18 @@ plabel_heap_sample(struct plabel_heap_thread *self, void *p, size_t n)
 	self->busy = 0;
 }
 
+/* Sampling is on: the heap page says an interval. */
+static inline int plabel_heap_on(void)
+{
+	return __builtin_expect(plabel_heap_pg->interval != 0, 0);
+}
+
+/* While sampling: count n bytes of p down, sample p when they run out. */
 static inline void plabel_heap_alloced(void *p, size_t n)
 {
 	struct plabel_heap_thread *self;
 
-	if (__builtin_expect(!plabel_heap_pg->interval, 1) || !p)
+	if (!p)
 		return;
 	self = &plabel_heap_self;
 	/* sizes above INT64_MAX never come back non-NULL */
@@ -163,15 +170,14 @@ static inline void plabel_heap_alloced(void *p, size_t n)
 }
 
 /* p is going back to the allocator: its FREE first, if it was sampled. */
-static inline int plabel_heap_freeing(void *p)
+static __attribute__((noinline)) int plabel_heap_freeing(void *p)
 {
 	struct plabel_heap_tab *t;
 	struct plabel_heap_args a = { .size = sizeof(a) };
 	int saved;
 
 	t = __atomic_load_n(&plabel_heap_table, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(!t, 1) || !p ||
-	    !plabel_heap_tab_remove(t, (uintptr_t)p))
+	if (!t || !p || !plabel_heap_tab_remove(t, (uintptr_t)p))
 		return 0;
 	saved = errno;
 	a.addr = (uintptr_t)p;
@@ -180,7 +186,18 @@ static inline int plabel_heap_freeing(void *p)
 	return 1;
 }
 
-PLABEL_EXPORT void *malloc(size_t n)
+/* No block was ever sampled (or a fork child dropped them). */
+static inline int plabel_heap_none(void)
+{
+	return __builtin_expect(!__atomic_load_n(&plabel_heap_table,
+						 __ATOMIC_RELAXED), 1);
+}
+
+/*
+ * The entry points: with sampling off, one load and a jump to glibc's
+ * function (a tail call, no frame of their own); the rest out of line.
+ */
+static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
 {
 	void *p = __libc_malloc(n);
 
@@ -188,13 +205,28 @@ PLABEL_EXPORT void *malloc(size_t n)
 	return p;
 }
 
-PLABEL_EXPORT void free(void *p)
+PLABEL_EXPORT void *malloc(size_t n)
+{
+	if (!plabel_heap_on())
+		return __libc_malloc(n);
+	return plabel_heap_malloc(n);
+}
+
+static __attribute__((noinline)) void plabel_heap_free(void *p)
 {
 	plabel_heap_freeing(p);
 	__libc_free(p);
 }
 
-PLABEL_EXPORT void *calloc(size_t n, size_t size)
+PLABEL_EXPORT void free(void *p)
+{
+	if (plabel_heap_none())
+		return __libc_free(p);
+	plabel_heap_free(p);
+}
+
+static __attribute__((noinline)) void *plabel_heap_calloc(size_t n,
+							  size_t size)
 {
 	void *p = __libc_calloc(n, size);	/* checks n * size itself */
 	size_t bytes;
@@ -204,23 +236,32 @@ PLABEL_EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
+PLABEL_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (!plabel_heap_on())
+		return __libc_calloc(n, size);
+	return plabel_heap_calloc(n, size);
+}
+
 /*
  * A sampled block's FREE goes first; should the reallocation fail, the
  * old block is still there and is reported again (as a new sample from
  * here), so its free is not lost.
  */
-PLABEL_EXPORT void *realloc(void *old, size_t n)
+static __attribute__((noinline)) void *plabel_heap_realloc(void *old,
+							   size_t n)
 {
 	int was;
 	void *p;
 
 	if (!old)
-		return malloc(n);
+		return plabel_heap_malloc(n);
 	was = plabel_heap_freeing(old);
 	p = __libc_realloc(old, n);
-	if (p)
-		plabel_heap_alloced(p, n);
-	else if (was && n && plabel_heap_pg->interval) {
+	if (p) {
+		if (plabel_heap_on())
+			plabel_heap_alloced(p, n);
+	} else if (was && n && plabel_heap_pg->interval) {
 		int saved = errno;
 		size_t kept = plabel_heap_usable_fn ?
 			      plabel_heap_usable_fn(old) : n;
@@ -229,6 +270,13 @@ PLABEL_EXPORT void *realloc(void *old, size_t n)
 		errno = saved;
 	}
 	return p;
+}
+
+PLABEL_EXPORT void *realloc(void *old, size_t n)
+{
+	if (!plabel_heap_on() && plabel_heap_none())
+		return __libc_realloc(old, n);
+	return plabel_heap_realloc(old, n);
 }
 
 PLABEL_EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -246,7 +294,8 @@ PLABEL_EXPORT void *memalign(size_t align, size_t n)
 {
 	void *p = __libc_memalign(align, n);
 
-	plabel_heap_alloced(p, n);
+	if (plabel_heap_on())
+		plabel_heap_alloced(p, n);
 	return p;
 }
 
@@ -260,7 +309,8 @@ PLABEL_EXPORT void *aligned_alloc(size_t align, size_t n)
 		return NULL;
 	}
 	p = __libc_memalign(align, n);
-	plabel_heap_alloced(p, n);
+	if (plabel_heap_on())
+		plabel_heap_alloced(p, n);
 	return p;
 }
 
@@ -276,7 +326,8 @@ PLABEL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		errno = saved;
 		return ENOMEM;
 	}
-	plabel_heap_alloced(p, n);
+	if (plabel_heap_on())
+		plabel_heap_alloced(p, n);
 	*out = p;
 	errno = saved;
 	return 0;
@@ -286,7 +337,8 @@ PLABEL_EXPORT void *valloc(size_t n)
 {
 	void *p = __libc_valloc(n);
 
-	plabel_heap_alloced(p, n);
+	if (plabel_heap_on())
+		plabel_heap_alloced(p, n);
 	return p;
 }
 
@@ -294,7 +346,8 @@ PLABEL_EXPORT void *pvalloc(size_t n)
 {
 	void *p = __libc_pvalloc(n);
 
-	plabel_heap_alloced(p, n);
+	if (plabel_heap_on())
+		plabel_heap_alloced(p, n);
 	return p;
 }
 
