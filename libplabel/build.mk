@@ -113,3 +113,8 @@ install-heap: $(HEAP_LIB)
 install: install-heap
 .PHONY: install-heap
 $(B)/tests/unit/lib_heap_test: ALL_CFLAGS += -Wno-sign-compare
+
+# The preloaded library against glibc's behaviour, on the host.
+TEST_DEPS_lib_heap_shim_test	+= $(HEAP_LIB)
+TEST_LDLIBS_lib_heap_shim_test	+= -ldl
+$(B)/tests/unit/lib_heap_shim_test: ALL_CFLAGS += -Wno-sign-compare
