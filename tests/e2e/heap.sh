@@ -79,6 +79,27 @@ t_ok "no alloc_alpha under beta" \
 	sh -c '! echo "$1" | grep -q " alloc_alpha$"' - "$top_b"
 t_ok "no FREE record lost" grep -q " 0 lost frees$" "$D.log"
 
+# Every output format shows the same numbers: plabel report against
+# go tool pprof on the heap profile, in-use and allocated
+export TZ=UTC
+agree() {
+	_f=$1
+	_g=$2
+	shift 2
+	# shellcheck disable=SC2086
+	go tool pprof $_g "$_f" >"$_f.go.txt" 2>/dev/null || return 1
+	"$PLABEL" report "$@" "$_f" >"$_f.plabel.txt" || return 1
+	if ! cmp -s "$_f.go.txt" "$_f.plabel.txt"; then
+		diff "$_f.go.txt" "$_f.plabel.txt" | head -20 | sed 's/^/# /'
+		return 1
+	fi
+}
+t_ok "plabel report = go tool pprof -top (inuse_space)" \
+	agree "$E2E_OUT/heap/heap.pb.gz" -top
+t_ok "plabel report = go tool pprof -tags (alloc_space)" \
+	agree "$E2E_OUT/heap/heap.pb.gz" "-tags -sample_index=alloc_space" \
+	--tags --sample-index alloc_space
+
 # The default interval, 512 KiB: the total alloc_space of alpha and beta
 # within 25 % of what they allocated.
 D=$E2E_OUT/heap-default
