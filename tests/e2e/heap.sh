@@ -98,7 +98,7 @@ t_ok "plabel report = go tool pprof -top (inuse_space)" \
 	agree "$E2E_OUT/heap/heap.pb.gz" -top
 t_ok "plabel report = go tool pprof -tags (alloc_space)" \
 	agree "$E2E_OUT/heap/heap.pb.gz" "-tags -sample_index=alloc_space" \
-	--tags --sample-index alloc_space
+	--all-tags --sample-index alloc_space
 
 # The default interval, 512 KiB: the total alloc_space of alpha and beta
 # within 25 % of what they allocated.
