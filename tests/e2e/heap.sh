@@ -78,6 +78,15 @@ t_ok "no malloc frames left on the stacks" \
 t_ok "no alloc_alpha under beta" \
 	sh -c '! echo "$1" | grep -q " alloc_alpha$"' - "$top_b"
 t_ok "no FREE record lost" grep -q " 0 lost frees$" "$D.log"
+raw=$(e2e_pprof -raw "$D/heap.pb.gz" | grep '^Comment: heap:')
+echo "$raw" | sed 's/^/# /'
+# The forked child frees blocks it inherited: its table was dropped, so
+# none of those frees is reported (they would match nothing); every free
+# of a sampled block was reported (none is implied by address reuse).
+t_ok "no FREE without its ALLOC (the fork child's table is empty)" \
+	sh -c 'echo "$1" | grep -q "before a fork: 0)"' - "$raw"
+t_ok "no block taken as freed by address reuse" \
+	sh -c '! echo "$1" | grep -q "address was sampled again"' - "$raw"
 
 # Every output format shows the same numbers: plabel report against
 # go tool pprof on the heap profile, in-use and allocated
