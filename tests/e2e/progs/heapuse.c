@@ -113,11 +113,12 @@ static void *heap_thread(void *arg)
 	struct heap_worker *w = arg;
 	struct plabel_kv kv = { "endpoint", w->name };
 
-	if (plabel_set(&kv, 1))
-		fprintf(stderr, "heapuse: plabel_set failed\n");
+	/* the list of kept blocks: not under the label, not in the counts */
 	w->kept = malloc(sizeof(void *) * (w->target / 64 + 1));
 	if (!w->kept)
 		exit(1);
+	if (plabel_set(&kv, 1))
+		fprintf(stderr, "heapuse: plabel_set failed\n");
 	if (w->name[0] == 'a')
 		alloc_alpha(w);
 	else
