@@ -4,7 +4,8 @@
  * fed synthetic record streams in the kernel's format.
  *
  *   aggregate [--samples N[,N..]] [--stacks K] [--cpus C] [--hz HZ]
- *             [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]
+ *             [--idle-cpus I] [--lag-ms MS] [--finish [--out PREFIX]]
+ *             [--map FILE]
  *
  * For each N (default 1000000,100000000) a child process of its own
  * builds a stream of N fp samples over the same K distinct stacks
@@ -21,7 +22,11 @@
  * time and fed to the collector (tools/collect.c, with plabel record's
  * flags), each buffer followed, as in plabel record, by the time before
  * which every record is in: the newest sample's time less MS (default
- * 2000, record's margin).
+ * 2000, record's margin; 0 before that, as record's first read() starts
+ * the merging). The collector merges before its own watermark too, the
+ * time every CPU's records have passed (see collect.h). With --idle-cpus
+ * the STREAM record counts I more CPUs that send nothing, as idle ones
+ * do, which holds the watermark back: record's margin does the merging.
  *
  * Printed for each, as "LABEL.key value" lines (LABEL: 1M, 100M, ...):
  * samples, merged (distinct merged samples) and held (samples not merged
@@ -68,7 +73,7 @@
 
 struct agg_cfg {
 	uint64_t samples;
-	unsigned int stacks, cpus, hz;
+	unsigned int stacks, cpus, hz, idle;
 	uint64_t lag_ns;
 	int finish;
 	const char *out;	/* prefix of the profiles written, or NULL */
@@ -143,7 +148,7 @@ static void agg_preamble(struct agg_gen *g)
 	st->version = PLABEL_REC_VERSION;
 	st->callchain = PLABEL_CALLCHAIN_FP;
 	st->period_ns = 1000000000ULL / g->cfg->hz;
-	st->ncpus = g->cfg->cpus;
+	st->ncpus = g->cfg->cpus + g->cfg->idle;
 	for (i = 0; i < AGG_SETS; i++) {
 		const char *k = "endpoint", *v = vals[i];
 		size_t kl = strlen(k), vl = strlen(v);
@@ -339,9 +344,10 @@ static int agg_run(const struct agg_cfg *cfg)
 		agg_fill(&g);
 		c0 = agg_thread_cpu();
 		ret = plabel_collect_buffer(col, g.buf, g.len);
-		if (!ret && g.newest > cfg->lag_ns)
+		if (!ret)
 			ret = plabel_collect_settled(col,
-						     g.newest - cfg->lag_ns);
+				g.newest > cfg->lag_ns ?
+				g.newest - cfg->lag_ns : 0);
 		cpu += agg_thread_cpu() - c0;
 		g.len = 0;
 	} while (!ret && g.made < cfg->samples);
@@ -439,6 +445,8 @@ int main(int argc, char **argv)
 			cfg.cpus = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hz"))
 			cfg.hz = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--idle-cpus"))
+			cfg.idle = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--map"))
 			cfg.map = argv[++i];
 		else if (!strcmp(argv[i], "--out"))
@@ -449,7 +457,7 @@ int main(int argc, char **argv)
 			goto usage;
 	}
 	if (!cfg.stacks || cfg.stacks > 16384 || !cfg.cpus || !cfg.hz ||
-	    cfg.hz > 1000000)
+	    cfg.hz > 1000000 || cfg.idle > 4096 || cfg.cpus > 4096)
 		goto usage;
 	list = strdup(counts);
 	if (!list)
@@ -509,6 +517,6 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]\n");
+	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]\n");
 	return 2;
 }

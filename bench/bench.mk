@@ -3,7 +3,8 @@
 # Benchmarks (included by the top Makefile):
 #   make bench     label cost, sampling overhead beside perf, accuracy beside
 #                  Go's profiler, reader throughput, the collector's memory
-#                  and ingest on long recordings, memory; prints a table
+#                  and ingest on long recordings, serve's CPU, memory;
+#                  prints a table
 #                  and writes bench/results.json (see
 #                  Documentation/performance.rst)
 # Not part of make check: it prints figures, it never fails on speed.
@@ -13,6 +14,7 @@
 BENCH_DIR	:= $(B)/bench
 BENCH_CFLAGS	= $(ALL_CFLAGS) -Ilibplabel
 BENCH_SPIN	:= $(BENCH_DIR)/spin
+BENCH_PINGPONG	:= $(BENCH_DIR)/pingpong
 BENCH_SHARES	:= $(BENCH_DIR)/shares
 BENCH_SHARES_GO	:= $(BENCH_DIR)/shares_go
 BENCH_KMEM	:= $(BENCH_DIR)/kmem
@@ -22,6 +24,10 @@ BENCH_KERNEL	?= 6.1
 BENCH_REPS	?= 3
 
 $(BENCH_SPIN): bench/spin.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
+
+$(BENCH_PINGPONG): bench/pingpong.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
 
@@ -38,15 +44,17 @@ $(BENCH_READER) $(BENCH_AGGREGATE): $(BENCH_DIR)/%: bench/%.c $(TOOLS_LIB) $(TOO
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -Itools -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
 
-BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_SHARES_GO) \
+BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
+		   $(BENCH_SHARES_GO) \
 		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE)
 
 # The C programs build with everything else, so -Werror catches them early.
-ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_SHARES) $(BENCH_KMEM) $(BENCH_READER) \
+ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
+		   $(BENCH_KMEM) $(BENCH_READER) \
 		   $(BENCH_AGGREGATE)
 
 .PHONY: bench bench-bins
-bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(PLABEL_BIN) $(LIB_SO) kmods
+bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(BENCH_LABEL_BASE) $(PLABEL_BIN) $(LIB_SO) kmods
 
 bench: bench-bins
 	BENCH_KERNEL=$(BENCH_KERNEL) BENCH_REPS=$(BENCH_REPS) bench/run.sh

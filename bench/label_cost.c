@@ -3,7 +3,8 @@
  * label_cost: what libplabel's label calls cost, beside Go's pprof labels
  * measured in the same run.
  *
- *   label_cost [--go DIR] [--ms N]
+ *   label_cost [--go DIR] [--base PROG] [--ms N]
+ *   label_cost --switch-only [--ms N]
  *
  * Prints ns per plabel_switch, per cached plabel_set and plabel_do, per new
  * set (plabel_labels_new + plabel_labels_free of labels never seen before),
@@ -11,6 +12,12 @@
  * which the statically linked library calls). With --go DIR it runs
  * `go test -run NONE -bench . -benchmem` in DIR (bench/label_cost_go) and
  * prints Go's pprof.SetGoroutineLabels and pprof.Do figures and the ratios.
+ * With --base PROG it runs PROG --switch-only (this program linked with a
+ * libplabel built without the OpenTelemetry record store, label_cost_base)
+ * twice between its own switch runs and prints the switch cost of both
+ * builds, their difference and ratio; --switch-only prints only the ns
+ * per plabel_switch. "plabel_switch, span attached" is the switch with
+ * plabel_set_trace() in force (the record is copied).
  * Each figure is the best of three timed runs of at least N ms (default
  * 200). Not a test: it prints figures only.
  */
@@ -120,6 +127,26 @@ static void op_switch(uint64_t iters)
 	}
 }
 
+/* Baseline: "NS ALLOCS" from PROG --switch-only; ns < 0: it failed. */
+static double run_base(const char *prog, double *allocs)
+{
+	char cmd[4096], line[256];
+	double ns = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --switch-only --ms %u", prog,
+		 min_ms);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (fgets(line, sizeof(line), p) &&
+	    sscanf(line, "%lf %lf", &ns, allocs) != 2)
+		ns = -1;
+	if (pclose(p))
+		ns = -1;
+	return ns;
+}
+
 static void op_set(uint64_t iters)
 {
 	uint64_t i;
@@ -222,18 +249,28 @@ int main(int argc, char **argv)
 	struct result nw = { .name = "plabel_labels_new + free (new set)" };
 	struct result gset = { .name = "Go pprof.SetGoroutineLabels" };
 	struct result gdo = { .name = "Go pprof.Do (2 labels on 1)" };
-	const char *godir = NULL;
-	int i, err;
+	struct result span = { .name = "plabel_switch, span attached" };
+	struct result base = { .name = "base: plabel_switch without OTel" };
+	static const unsigned char tid[16] = { 1, 2, 3, 4, 5, 6, 7, 8,
+					       9, 10, 11, 12, 13, 14, 15, 16 };
+	static const unsigned char sid[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	const char *godir = NULL, *baseprog = NULL;
+	int i, err, switch_only = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--go") && i + 1 < argc) {
 			godir = argv[++i];
+		} else if (!strcmp(argv[i], "--base") && i + 1 < argc) {
+			baseprog = argv[++i];
+		} else if (!strcmp(argv[i], "--switch-only")) {
+			switch_only = 1;
 		} else if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
 			min_ms = atoi(argv[++i]);
 			if (!min_ms)
 				min_ms = 1;
 		} else {
-			fprintf(stderr, "usage: %s [--go DIR] [--ms N]\n",
+			fprintf(stderr, "usage: %s [--go DIR] [--base PROG] "
+				"[--ms N] | --switch-only [--ms N]\n",
 				argv[0]);
 			return 2;
 		}
@@ -248,6 +285,35 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	measure(&sw, op_switch);
+	if (switch_only) {
+		if (bench_err)
+			return 1;
+		printf("%.3f %.2f\n", sw.ns, sw.allocs);
+		return 0;
+	}
+	if (baseprog) {
+		struct result sw2 = sw;
+		double b1, b2, a1 = 0, a2 = 0;
+
+		b1 = run_base(baseprog, &a1);
+		measure(&sw2, op_switch);
+		b2 = run_base(baseprog, &a2);
+		if (sw2.ns < sw.ns)
+			sw = sw2;
+		if (b1 >= 0 || b2 >= 0) {
+			int first = b1 >= 0 && (b2 < 0 || b1 < b2);
+
+			base.ns = first ? b1 : b2;
+			base.allocs = first ? a1 : a2;
+			base.have = 1;
+		} else {
+			fprintf(stderr, "label_cost: no figure from %s\n",
+				baseprog);
+		}
+	}
+	bench_err |= plabel_set_trace(tid, sid, 1);
+	measure(&span, op_switch);
+	bench_err |= plabel_set_trace(NULL, NULL, 0);
 	measure(&set, op_set);
 	measure(&pdo, op_do);
 	plabel_clear();
@@ -268,11 +334,21 @@ int main(int argc, char **argv)
 	       "kernel (/dev/plabel)" : "in-process (no /dev/plabel)");
 	printf("  %-44s %10s %10s\n", "operation", "ns/op", "allocs/op");
 	print_row(&sw);
+	if (baseprog)
+		print_row(&base);
+	print_row(&span);
 	print_row(&set);
 	print_row(&pdo);
 	print_row(&nw);
 	print_row(&gset);
 	print_row(&gdo);
+	if (base.have) {
+		printf("OpenTelemetry record store, same run\n");
+		printf("  %-44s %10.3f\n", "plabel_switch / base switch",
+		       sw.ns / base.ns);
+		printf("  %-44s %10.3f\n", "plabel_switch - base (ns, goal <= 2)",
+		       sw.ns - base.ns);
+	}
 	if (gset.have && gdo.have) {
 		printf("ratios\n");
 		printf("  %-44s %10.3f\n", "plabel_switch / SetGoroutineLabels",

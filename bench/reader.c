@@ -30,9 +30,11 @@
  * once at the end): ingest_cpu_seconds, ingest_samples_per_cpu_sec,
  * finish_cpu_seconds. With --settle-lag-ms, each buffer is followed, as
  * in `plabel record`, by the time before which every record is in: here
- * the newest sample's time less MS (record's margin is 2000), so samples
- * are merged as they settle; held_max is then the most samples held one by
- * one, and merged the distinct merged samples at the end.
+ * the newest sample's time less MS (record's margin is 2000; 0 before
+ * that), so samples are merged as they settle, and as the collector's
+ * watermark passes them (see collect.h); held_max is then the most
+ * samples held one by one, and merged the distinct merged samples at the
+ * end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -364,8 +366,10 @@ static int plabel_rb_read(const char *stream, const char *outpath,
 		if (!used)
 			return 1;
 		ret = plabel_collect_buffer(col, buf, used);
-		if (!ret && lag_ns && newest > lag_ns)
-			ret = plabel_collect_settled(col, newest - lag_ns);
+		/* (0 at first: record's first read() starts the merging) */
+		if (!ret && lag_ns)
+			ret = plabel_collect_settled(col, newest > lag_ns ?
+						     newest - lag_ns : 0);
 		plabel_collect_stats(col, &st);
 		if (st.held > held_max)
 			held_max = st.held;

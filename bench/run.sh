@@ -3,8 +3,8 @@
 #
 # bench/run.sh: `make bench`. Runs the host benchmarks (label cost, reader
 # throughput, aggregation on long recordings), then bench/vm.sh in a VM
-# (label cost, sampling overhead beside perf, accuracy beside Go, kernel
-# memory) and twice more for the overhead in VMs that count instructions
+# (label cost, sampling overhead beside perf, accuracy beside Go, serve's
+# own CPU, kernel memory) and twice more for the overhead in VMs that count instructions
 # (1 and 2 vCPUs), prints a table and writes build/bench/results.json,
 # copied to bench/results.json.
 # Figures only: nothing here fails on speed.
@@ -35,12 +35,17 @@ emit machine.loadavg_before "$(cut -d' ' -f1 /proc/loadavg)"
 
 # --- 1. label cost on the host --------------------------------------------
 log "label cost (host)"
-$B/label_cost --ms 100 --go bench/label_cost_go >"$O/label_cost_host.txt" 2>&1
+$B/label_cost --ms 100 --go bench/label_cost_go --base $B/label_cost_base \
+	>"$O/label_cost_host.txt" 2>&1
 
 # label_keys FILE WHERE: "labels.WHERE.<op>.ns|allocs" and ratio lines
 label_keys() {
 	awk -v w="$2" '
 		function key(s) {
+			if (s ~ /^plabel_switch \/ base/) return "ratio_switch_vs_base"
+			if (s ~ /^plabel_switch - base/) return "switch_minus_base_ns"
+			if (s ~ /^base: plabel_switch/) return "plabel_switch_base"
+			if (s ~ /^plabel_switch, span/) return "plabel_switch_span"
 			if (s ~ /^plabel_switch \//) return "ratio_switch_vs_go"
 			if (s ~ /^plabel_do \//) return "ratio_do_vs_go"
 			if (s ~ /^plabel_switch/) return "plabel_switch"
@@ -90,13 +95,16 @@ done
 
 # --- 4b. aggregation on arrival: memory after 1 M and 100 M samples ---------
 # The same 10000 stacks, fed as plabel record feeds them (2 s margin), each
-# count in a process of its own: at 10 kHz on 64 CPUs (what is held is the
-# last 2 s, 1.28 M samples) and at 99 Hz on 64 CPUs (12700).
-for run in 10khz 99hz; do
+# count in a process of its own: at 10 kHz and at 99 Hz on 64 CPUs, all
+# busy (what stays held is what the CPUs' watermark has not passed), and
+# at 10 kHz with a 65th CPU idle, which holds the watermark back (what
+# stays held is record's last 2 s, 1.28 M samples).
+for run in 10khz 99hz 10khz_idle; do
 	log "aggregation ($run)"
 	case $run in
 	10khz) args="--hz 10000" ;;
 	99hz) args="--hz 99" ;;
+	10khz_idle) args="--hz 10000 --idle-cpus 1" ;;
 	esac
 	$B/aggregate --samples 1000000,100000000 $args >"$O/aggregate_$run.txt" 2>&1
 	awk -v m=$run 'NF == 2 { print "aggregate." m "." $1, $2 }' \
@@ -109,7 +117,7 @@ if ! command -v perf >/dev/null 2>&1; then
 	apt-get install -y linux-perf >/dev/null 2>&1 ||
 		log "no perf: the perf columns stay empty"
 fi
-log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, memory; takes minutes"
+log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, serve, memory; takes minutes"
 rm -rf "$B/vm"
 PLABEL_BENCH_REPS=${BENCH_REPS:-3} PLABEL_BENCH_SPIN_MS=${BENCH_SPIN_MS:-1500} \
 PLABEL_VM_QUIET=1 scripts/plabel-vm --kernel "${BENCH_KERNEL:-6.1}" \

@@ -47,11 +47,15 @@ END {
 		g("machine.loadavg_after"), g("vm.ncpus"), g("vm.kernel")
 
 	print "1. label cost, ns/op (allocs/op)            host            vm"
-	n = split("plabel_switch plabel_set_cached plabel_do_cached plabel_new_set go_setgoroutinelabels go_pprof_do", ops, " ")
+	n = split("plabel_switch plabel_switch_base plabel_switch_span plabel_set_cached plabel_do_cached plabel_new_set go_setgoroutinelabels go_pprof_do", ops, " ")
 	for (i = 1; i <= n; i++)
 		printf "   %-36s %8s (%s) %8s (%s)\n", ops[i], \
 			g("labels.host." ops[i] ".ns"), g("labels.host." ops[i] ".allocs"), \
 			g("labels.vm." ops[i] ".ns"), g("labels.vm." ops[i] ".allocs")
+	printf "   %-36s %8s        %8s\n", "switch / base switch (no OTel)", \
+		g("labels.host.ratio_switch_vs_base"), g("labels.vm.ratio_switch_vs_base")
+	printf "   %-36s %8s        %8s     (goal <= 2)\n", "switch - base switch, ns", \
+		g("labels.host.switch_minus_base_ns"), g("labels.vm.switch_minus_base_ns")
 	printf "   %-36s %8s        %8s     (goal <= 1)\n", "switch / SetGoroutineLabels", \
 		g("labels.host.ratio_switch_vs_go"), g("labels.vm.ratio_switch_vs_go")
 	printf "   %-36s %8s        %8s     (goal <= 0.5)\n\n", "plabel_do / pprof.Do", \
@@ -97,26 +101,28 @@ END {
 	printf "   %-36s %14s %13s %13s %7s\n", "every sample held", \
 		g("reader.long.samples_per_cpu_sec"), g("reader.long.maxrss_kb"), \
 		g("reader.long.samples"), "-"
-	printf "   %-36s %14s %13s %13s %7s\n", "merged once settled (2 s margin)", \
+	printf "   %-36s %14s %13s %13s %7s\n", "merged as settled (watermark)", \
 		g("reader.long_merged.samples_per_cpu_sec"), g("reader.long_merged.maxrss_kb"), \
 		g("reader.long_merged.held_max"), g("reader.long_merged.merged")
 	printf "   peak RSS merged / held: %s\n\n", r("reader.long_merged.maxrss_kb", "reader.long.maxrss_kb")
 
-	print "4b. aggregation on arrival (host): 10000 stacks, 2 s margin, goals: RSS within 10 %, ingest >= 13 M/CPU-s"
+	print "4b. aggregation on arrival (host): 10000 stacks, merged by the CPUs watermark and record 2 s margin,"
+	print "   goals: RSS within 10 %, ingest >= 13 M/CPU-s; 1 idle: a 65th CPU sends nothing"
 	print "   rate             samples  held at end  merged  peak RSS KiB  ingest/CPU-s"
-	split("10khz 99hz", rates, " ")
+	split("10khz 99hz 10khz_idle", rates, " ")
+	split("10 kHz x 64;99 Hz x 64;10 kHz, 1 idle", rname, ";")
 	split("1M 100M", ns, " ")
-	for (q = 1; q <= 2; q++)
+	for (q = 1; q <= 3; q++)
 		for (m = 1; m <= 2; m++)
 			printf "   %-14s %9s %12s %7s %13s %13s\n", \
-				(q == 1 ? "10 kHz x 64" : "99 Hz x 64"), ns[m], \
+				rname[q], ns[m], \
 				g("aggregate." rates[q] "." ns[m] ".held"), \
 				g("aggregate." rates[q] "." ns[m] ".merged"), \
 				g("aggregate." rates[q] "." ns[m] ".peak_rss_kb"), \
 				g("aggregate." rates[q] "." ns[m] ".ingest_samples_per_cpu_sec")
-	for (q = 1; q <= 2; q++)
+	for (q = 1; q <= 3; q++)
 		printf "   %s: peak RSS 100M / 1M %s (goal met: %s), slower ingest / 13 M %s\n", \
-			(q == 1 ? "10 kHz" : "99 Hz"), g("aggregate." rates[q] ".rss_ratio"), \
+			rname[q], g("aggregate." rates[q] ".rss_ratio"), \
 			g("aggregate." rates[q] ".rss_goal_met"), g("aggregate." rates[q] ".ingest_vs_goal")
 	print ""
 
@@ -126,4 +132,15 @@ END {
 	printf "   kernel vmalloc bytes per ring (per CPU) %s (ring_kb %s)\n", g("memory.vmalloc_bytes_per_ring"), g("memory.ring_kb_sysctl")
 	printf "   plabel record peak RSS KiB, fp/dwarf 999 Hz  %s / %s\n", \
 		g("memory.record_fp_999hz_maxrss_kb"), g("memory.record_dwarf_999hz_maxrss_kb")
+	print ""
+
+	print "6. plabel serve'"'"'s CPU (VM, 99 Hz on every CPU, one busy thread), % of one CPU"
+	printf "   record -a --duration 30, start to files %s\n", g("serve.record_cpu_pct")
+	printf "   serve, 30 s without a request          %s   (/ record: %s)\n", \
+		g("serve.idle_cpu_pct"), r("serve.idle_cpu_pct", "serve.record_cpu_pct")
+	printf "   serve, a 10 s scrape every 10 s        %s   (/ record: %s; %s of 3 answered,\n", \
+		g("serve.scrape_cpu_pct"), r("serve.scrape_cpu_pct", "serve.record_cpu_pct"), \
+		g("serve.scrapes_ok")
+	printf "                                          median %s ms from request to answer)\n", \
+		g("serve.scrape_ms")
 }' "$1"

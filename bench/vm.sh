@@ -9,7 +9,7 @@
 # PLABEL_BENCH_REPS (default 3): runs of every overhead and accuracy
 # configuration, interleaved; PLABEL_BENCH_SPIN_MS (default 1500): the
 # unprofiled workload's wall time; PLABEL_BENCH_PARTS (default "labels
-# overhead accuracy memory"): which parts to run.
+# overhead accuracy serve memory"): which parts to run.
 
 set -u
 OUT=${PLABEL_TEST_OUT:-/tmp/bench-out}
@@ -31,7 +31,7 @@ log() { echo "bench-vm: $*" >&2; }
 dbg() { cat "$DBG/$1" 2>/dev/null || echo 0; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
 
-PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy memory}
+PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy serve memory}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 emit vm.kernel "$(uname -r)"
@@ -39,7 +39,8 @@ emit vm.ncpus "$(nproc)"
 
 # --- 1. label cost ------------------------------------------------------
 want labels && log "label cost" &&
-$B/label_cost --ms 100 --go bench/label_cost_go >"$OUT/label_cost.txt" 2>&1
+$B/label_cost --ms 100 --go bench/label_cost_go --base $B/label_cost_base \
+	>"$OUT/label_cost.txt" 2>&1
 
 # --- 2. sampling overhead ------------------------------------------------
 log "calibrating the workload to ${SPIN_MS} ms"
@@ -240,6 +241,65 @@ if want accuracy; then
 		plabel_4t_cycle_999hz --switch-us 100 --cycle 1
 	acc go_4t_cycle_100hz $B/shares_go -o "$TMP/go_4t_cycle_100hz.pb.gz" \
 		-threads 4 -unit-ms 400 -switch-us 100 -cycle
+fi
+
+# --- 3b. plabel serve's own CPU --------------------------------------------
+# At 99 Hz on every CPU, with one thread of spin busy throughout: plabel
+# record -a's CPU over 30 s (the anchor), then serve's over 30 s with no
+# request, then over three scrapes of profile?seconds=10, one after the
+# other (a scrape every 10 s, as Parca's and Alloy's default intervals).
+# CPU from /proc/PID/stat (utime + stime), as a percentage of one CPU.
+if want serve; then
+log "serve's CPU"
+proc_cpu_ns() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / hz }' \
+		"/proc/$1/stat"
+}
+now_ns() { date +%s%N; }
+SERVE_S=30
+"$B/spin" --iters $((ITERS * 130000 / SPIN_MS)) --threads 1 \
+	>/dev/null 2>&1 &
+spin_pid=$!
+/usr/bin/time -f "%U %S" -o "$TMP/serve_rec.time" "$PLABEL" record -a -F 99 \
+	-o "$TMP/serve_rec" --duration $SERVE_S >/dev/null 2>&1
+emit serve.record_cpu_pct "$(awk -v s=$SERVE_S '{ print 100 * ($1 + $2) / s }' \
+	"$TMP/serve_rec.time")"
+"$PLABEL" serve -a -F 99 --listen 127.0.0.1:0 2>"$TMP/serve.log" &
+srv=$!
+i=0
+while ! grep -q "listening on" "$TMP/serve.log" && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.log")
+c0=$(proc_cpu_ns $srv)
+t0=$(now_ns)
+sleep $SERVE_S
+c1=$(proc_cpu_ns $srv)
+t1=$(now_ns)
+emit serve.idle_cpu_pct "$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) \
+	'BEGIN { printf "%.3f", 100 * c / t }')"
+: >"$TMP/serve_scrape.ms"
+ok=0
+for i in 1 2 3; do
+	s0=$(now_ns)
+	code=$(curl -s -o "$TMP/serve_$i.pb.gz" -w '%{http_code}' \
+		"http://127.0.0.1:$port/debug/pprof/profile?seconds=10")
+	s1=$(now_ns)
+	[ "$code" = 200 ] && ok=$((ok + 1))
+	echo $(( (s1 - s0) / 1000000 )) >>"$TMP/serve_scrape.ms"
+done
+c2=$(proc_cpu_ns $srv)
+t2=$(now_ns)
+kill -TERM $srv
+wait $srv
+kill $spin_pid 2>/dev/null
+wait $spin_pid 2>/dev/null
+emit serve.scrape_cpu_pct "$(awk -v c=$((c2 - c1)) -v t=$((t2 - t1)) \
+	'BEGIN { printf "%.3f", 100 * c / t }')"
+emit serve.scrapes_ok "$ok"
+emit serve.scrape_ms "$(median <"$TMP/serve_scrape.ms")"
+emit serve.scrape_ms_runs "$(paste -sd, "$TMP/serve_scrape.ms")"
 fi
 
 # --- 5. memory -----------------------------------------------------------

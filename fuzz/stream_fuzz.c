@@ -55,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case PLABEL_REC_SAMPLE:
 		case PLABEL_REC_THREAD:
+		case PLABEL_REC_OFFCPU:
 			for (i = 0; i < (size_t)r->u.sample.hdr.nr_kernel +
 				    r->u.sample.hdr.nr_user; i++)
 				sink += plabel_dec_ip(r, i);
@@ -64,6 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case PLABEL_REC_MMAP:
 			sink += r->u.mmap.path.ptr[r->u.mmap.path.len - 1];
+			break;
+		case PLABEL_REC_OFFCPU_END:
+			sink += r->u.offcpu_end.time_ns - r->u.offcpu_end.out_ns;
 			break;
 		}
 		(void)sink;

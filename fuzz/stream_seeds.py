@@ -10,7 +10,8 @@ import struct
 import sys
 
 STREAM, LABELSET, SAMPLE, THREAD, LOST, MMAP, EXEC = range(1, 8)
-ALLOC, FREE = 16, 17
+OFFCPU, OFFCPU_END = 16, 17
+ALLOC, FREE = 18, 19
 LOST_FREES = 16
 
 
@@ -69,6 +70,21 @@ def free(pid, addr, time=2000):
     return rec(FREE, struct.pack("<QIIQ", time, pid, pid, addr))
 
 
+def offcpu(sid, pid, tid, uips, time, kind, regs=None, stack=b""):
+    """An OFFCPU record: tid left its CPU at time, wait kind kind."""
+    flags = 2 if regs else 0
+    body = struct.pack("<QQIIIIII", time, sid, pid, tid, 0, flags, kind, 1)
+    body += struct.pack("<HHI", 0, len(uips), len(stack))
+    body += b"".join(struct.pack("<Q", ip) for ip in uips)
+    if regs:
+        body += b"".join(struct.pack("<Q", r) for r in regs) + stack
+    return rec(OFFCPU, body)
+
+
+def offcpu_end(pid, tid, out, end):
+    return rec(OFFCPU_END, struct.pack("<QQIIII", end, out, pid, tid, 0, 0))
+
+
 def mmap(pid, start, end, off, path):
     return rec(MMAP, struct.pack("<QIIQQQ", 5, pid, len(path), start, end,
                                  off) + path)
@@ -120,6 +136,18 @@ def main():
         sample(SAMPLE, 5, 42, [], [0x400010], time=1000, cpu_ns=1000) +
         sample(SAMPLE, 5, 42, [], [0x400020], time=4000, tid=44,
                cpu_ns=200),
+        # waits: joined in order, END first, one short (no END), one END
+        # whose OFFCPU record was lost
+        "offcpu": stream() + labelset(5, [(b"endpoint", b"/api/search")]) +
+        mmap(42, 0x400000, 0x401000, 0, b"/bin/true") +
+        offcpu(5, 42, 43, [0x400010, 0x400020], 1000, 1) +
+        offcpu_end(42, 43, 1000, 31000) +
+        offcpu_end(42, 44, 2000, 4000) +
+        offcpu(5, 42, 44, [0x400030], 2000, 3,
+               regs=[i * 8 for i in range(16)] + [0x400030],
+               stack=struct.pack("<2Q", 0x400020, 0)) +
+        offcpu(5, 42, 43, [0x400010], 40000, 2) +
+        offcpu_end(42, 45, 500, 900),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

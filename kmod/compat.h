@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
+#include <asm/unistd.h>
 #include <trace/events/sched.h>
 #include <trace/events/task.h>
 
@@ -127,6 +128,45 @@ static inline u64 plabel_hrtimer_expires_ns(const struct hrtimer *timer)
 #endif
 #define PLABEL_PF_NO_USER	(PF_KTHREAD | PF_IO_WORKER | \
 				 PLABEL_PF_USER_WORKER | PLABEL_PF_EXITING)
+
+/*
+ * sched_switch gained the state prev leaves in (prev_state) in 5.18;
+ * before, it is prev's state field itself, named __state from 5.14 on
+ * (state before). PLABEL_SWITCH_STATE() is that state inside a probe
+ * declared with PLABEL_PROBE_SWITCH_ARGS.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+#define PLABEL_PROBE_SWITCH_ARGS					\
+	void *data, bool preempt, struct task_struct *prev,		\
+	struct task_struct *next, unsigned int prev_state
+#define PLABEL_SWITCH_STATE(prev)	(prev_state)
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(5, 14, 0)
+#define PLABEL_PROBE_SWITCH_ARGS					\
+	void *data, bool preempt, struct task_struct *prev,		\
+	struct task_struct *next
+#define PLABEL_SWITCH_STATE(prev)	READ_ONCE((prev)->__state)
+#else
+#define PLABEL_PROBE_SWITCH_ARGS					\
+	void *data, bool preempt, struct task_struct *prev,		\
+	struct task_struct *next
+#define PLABEL_SWITCH_STATE(prev)	\
+	((unsigned int)READ_ONCE((prev)->state))
+#endif
+
+/*
+ * System calls that came after 5.10, for the off-CPU wait kinds:
+ * epoll_pwait2 (5.11), futex_waitv (5.16). -1 where there is none.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 11, 0)
+#define PLABEL_NR_EPOLL_PWAIT2	__NR_epoll_pwait2
+#else
+#define PLABEL_NR_EPOLL_PWAIT2	(-1)
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 16, 0)
+#define PLABEL_NR_FUTEX_WAITV	__NR_futex_waitv
+#else
+#define PLABEL_NR_FUTEX_WAITV	(-1)
+#endif
 
 #define PLABEL_PROBE_CHECK(tp, fn)	\
 	BUILD_BUG_ON_ZERO(!sizeof((check_trace_callback_type_##tp(fn), 0)))

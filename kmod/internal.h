@@ -48,6 +48,7 @@ extern unsigned int plabel_ring_kb;
 extern unsigned int plabel_max_refs_per_file;
 extern unsigned int plabel_max_tasks_per_user;
 extern unsigned int plabel_max_sessions;
+extern unsigned int plabel_offcpu_min_us;
 
 /* debugfs directory (main.c), NULL when debugfs is absent. */
 extern struct dentry *plabel_debugfs_dir;
@@ -104,6 +105,8 @@ struct plabel_file {
 
 /* main.c: a sized ioctl argument in (see main.c), process context */
 int plabel_args_in(void *karg, size_t ksize, void __user *uarg, u32 *usize);
+int plabel_args_in_min(void *karg, size_t ksize, size_t min,
+		       void __user *uarg, u32 *usize);
 
 /* labels.c */
 int plabel_labels_init(void);

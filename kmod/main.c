@@ -35,6 +35,7 @@ unsigned int plabel_ring_kb = 512;
 unsigned int plabel_max_refs_per_file = 4096;
 unsigned int plabel_max_tasks_per_user = 65536;
 unsigned int plabel_max_sessions = 4;
+unsigned int plabel_offcpu_min_us;
 
 struct dentry *plabel_debugfs_dir;
 
@@ -54,6 +55,7 @@ static unsigned int plabel_ring_max = 65536;
 static unsigned int plabel_refs_max = 1U << 20;
 static unsigned int plabel_tasks_max = 1U << 22;
 static unsigned int plabel_sessions_max = PLABEL_MAX_SESSIONS;
+static unsigned int plabel_offcpu_min_max = PLABEL_MAX_OFFCPU_MIN_US;
 
 /* stack_size: like proc_douintvec_minmax, and a multiple of 8. */
 static int
@@ -111,6 +113,8 @@ static struct ctl_table plabel_sysctls[] = {
 			   plabel_one, plabel_tasks_max, proc_douintvec_minmax),
 	PLABEL_UINT_SYSCTL("max_sessions", plabel_max_sessions, plabel_one,
 			   plabel_sessions_max, proc_douintvec_minmax),
+	PLABEL_UINT_SYSCTL("offcpu_min_us", plabel_offcpu_min_us, plabel_zero,
+			   plabel_offcpu_min_max, proc_douintvec_minmax),
 	PLABEL_SYSCTL_SENTINEL
 };
 
@@ -149,9 +153,16 @@ static int plabel_release(struct inode *inode, struct file *file)
  */
 int plabel_args_in(void *karg, size_t ksize, void __user *uarg, u32 *usize)
 {
+	return plabel_args_in_min(karg, ksize, ksize, uarg, usize);
+}
+
+/* The same for an argument that grew: min is its first version's size. */
+int plabel_args_in_min(void *karg, size_t ksize, size_t min,
+		       void __user *uarg, u32 *usize)
+{
 	if (get_user(*usize, (u32 __user *)uarg))
 		return -EFAULT;
-	if (*usize < ksize)
+	if (*usize < min)
 		return -EINVAL;
 	if (*usize > PAGE_SIZE)
 		return -E2BIG;

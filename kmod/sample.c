@@ -50,15 +50,23 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 	return task_pt_regs(current);
 }
 
-/* The kernel call chain of an interrupt that hit kernel mode. */
-static u16 plabel_kernel_chain(struct plabel_wr *w, struct pt_regs *regs)
+/*
+ * The kernel call chain of an interrupt that hit kernel mode (regs), or,
+ * with regs NULL, of current from the caller of the frame at first on.
+ */
+static u16 plabel_kernel_chain(struct plabel_wr *w, struct pt_regs *regs,
+			       unsigned long *first)
 {
 	struct unwind_state state;
-	u64 ip = regs->ip;
-	u16 n = 1;
+	u64 ip;
+	u16 n = 0;
 
-	plabel_wr_put(w, &ip, sizeof(ip));
-	for (unwind_start(&state, current, regs, NULL);
+	if (regs) {
+		ip = regs->ip;
+		plabel_wr_put(w, &ip, sizeof(ip));
+		n = 1;
+	}
+	for (unwind_start(&state, current, regs, first);
 	     !unwind_done(&state) && n < PLABEL_KSTACK_MAX;
 	     unwind_next_frame(&state)) {
 		ip = unwind_get_return_address(&state);
@@ -169,7 +177,8 @@ static bool plabel_snap_size(struct plabel_session *s, u32 type, u32 *size)
 		*size = s->stack_size;
 		return true;
 	}
-	if (s->callchain == PLABEL_CALLCHAIN_FP && type == PLABEL_REC_THREAD) {
+	if (s->callchain == PLABEL_CALLCHAIN_FP &&
+	    (type == PLABEL_REC_THREAD || type == PLABEL_REC_OFFCPU)) {
 		*size = min_t(u32, s->stack_size, PLABEL_THREAD_SNAP);
 		return true;
 	}
@@ -225,31 +234,33 @@ static u32 plabel_snap_len(unsigned long sp, u32 size, unsigned long top)
 }
 
 /*
- * Write a SAMPLE or THREAD record to this CPU's ring. rec holds the fixed
- * part but for the counts; kregs are the interrupted registers when the
- * kernel chain is wanted, else NULL; top is where current's stack ends, 0
- * when not known. Interrupts are off.
+ * Write a SAMPLE, THREAD or OFFCPU record to this CPU's ring. rec holds
+ * the fixed part but for the counts; kernel says whether the kernel chain
+ * is wanted: of the interrupted registers kregs, or with kregs NULL of
+ * current from the caller of the frame at kfirst on; top is where
+ * current's stack ends, 0 when not known. Interrupts are off.
  */
 static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct plabel_rec_sample *rec,
-			      const void *extra, u32 extra_len,
-			      struct pt_regs *kregs, struct pt_regs *uregs,
-			      unsigned long top, struct plabel_wr *wp)
+			      const void *extra, u32 extra_len, bool kernel,
+			      struct pt_regs *kregs, unsigned long *kfirst,
+			      struct pt_regs *uregs, unsigned long top,
+			      struct plabel_wr *wp)
 {
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
 	struct plabel_wr w;
 
-	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kregs, snap, snap_size) +
-			     extra_len))
+	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kernel, snap,
+						     snap_size) + extra_len))
 		return false;
 	/* the fixed part last, once its counts are known */
 	plabel_wr_skip(&w, sizeof(*rec));
 	/* ALLOC: its plabel_rec_alloc (a multiple of 8 bytes) */
 	if (extra_len)
 		plabel_wr_put(&w, extra, extra_len);
-	if (kregs)
-		rec->nr_kernel = plabel_kernel_chain(&w, kregs);
+	if (kernel)
+		rec->nr_kernel = plabel_kernel_chain(&w, kregs, kfirst);
 	if (uregs) {
 		if (s->callchain == PLABEL_CALLCHAIN_FP) {
 			rec->nr_user = plabel_user_fp_chain(&w, uregs,
@@ -427,8 +438,8 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 
 	/* a late sample stands for each period it covers */
 	rec.flags |= (weight - 1) << PLABEL_SAMPLE_PERIODS_SHIFT;
-	if (plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kregs, uregs, top,
-			      NULL))
+	if (plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kregs != NULL, kregs,
+			      NULL, uregs, top, NULL))
 		__this_cpu_inc(plabel_stats.samples);
 	else
 		WRITE_ONCE(c->ring.lost_periods, c->ring.lost_periods + weight);
@@ -497,8 +508,8 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	if (!(clone_flags & CLONE_THREAD))
 		rec.flags |= PLABEL_THREAD_PROCESS;
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
-	plabel_emit_chain(s, &c->ring, &rec, NULL, 0, NULL, uregs, stack_top,
-			  NULL);
+	plabel_emit_chain(s, &c->ring, &rec, NULL, 0, false, NULL, NULL, uregs,
+			  stack_top, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
@@ -538,8 +549,8 @@ bool plabel_sample_alloc(struct plabel_session *s,
 	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
-	ok = plabel_emit_chain(s, &c->ring, &rec, &info, sizeof(info), NULL,
-			       uregs, top, NULL);
+	ok = plabel_emit_chain(s, &c->ring, &rec, &info, sizeof(info), false,
+			       NULL, NULL, uregs, top, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
@@ -570,6 +581,55 @@ void plabel_sample_free(struct plabel_session *s, u64 addr)
 	}
 	plabel_wr_put(&w, &rec, sizeof(rec));
 	plabel_wr_commit(&w);
+	plabel_session_committed(s, &c->ring);
+}
+
+/*
+ * From the sched_switch probe (offcpu.c): current leaves its CPU waiting,
+ * in state (TASK_RUNNING: preempted), at now. Its OFFCPU record, then its slot in the session's
+ * off-CPU table (taken first: without one, no record is written and one
+ * is counted lost). Interrupts are off, the runqueue lock held.
+ */
+void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
+			  u64 now, void *kfirst)
+{
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
+	struct plabel_rec_sample rec = {
+		.hdr.type = PLABEL_REC_OFFCPU,
+		.time_ns = now,
+		.pid = current->tgid,
+		.tid = current->pid,
+		.cpu = smp_processor_id(),
+		.wait_kind = state == TASK_RUNNING ? PLABEL_WAIT_PREEMPTED :
+			     plabel_offcpu_kind(),
+		.wait_state = state,
+	};
+	struct pt_regs *uregs = plabel_user_regs(NULL);
+	bool kernel = s->record & PLABEL_RECORD_KERNEL;
+	struct plabel_offcpu_slot *slot;
+	struct plabel_set *set;
+	unsigned long top;
+
+	if (!uregs)
+		return;
+	slot = plabel_offcpu_claim(s, current);
+	if (!slot) {
+		WRITE_ONCE(c->ring.lost, c->ring.lost + 1);
+		__this_cpu_inc(plabel_stats.lost);
+		return;
+	}
+	rcu_read_lock();
+	set = plabel_current_set_rcu(&top);
+	rec.set_id = plabel_labels_for(s, &c->ring, set);
+	rcu_read_unlock();
+	if (!plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kernel, NULL, kfirst,
+			       uregs, top, NULL)) {
+		plabel_offcpu_release(slot);
+		return;
+	}
+	WRITE_ONCE(slot->out_ns, now);
+	__this_cpu_inc(plabel_stats.offcpu);
+	plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
 }
 

@@ -35,6 +35,7 @@
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -674,6 +675,32 @@ void plabel_session_on_free(u64 addr)
 	rcu_read_unlock();
 }
 
+/*
+ * The sched_switch probe (offcpu.c), with out when prev leaves waiting,
+ * in when next is a user thread: prev is current, the runqueue lock is
+ * held, interrupts are off. kfirst: the probe's frame.
+ */
+void plabel_session_on_switch(struct task_struct *prev,
+			      struct task_struct *next, unsigned int state,
+			      bool out, bool in, void *kfirst)
+{
+	struct plabel_session *s;
+	u64 t0 = local_clock(), now = ktime_get_ns();
+
+	rcu_read_lock();
+	plabel_for_each_session(s) {
+		if (!(s->record & PLABEL_RECORD_OFFCPU))
+			continue;
+		if (in)
+			plabel_offcpu_in(s, next, now);
+		if (out && plabel_session_wants(s, prev->tgid))
+			plabel_sample_offcpu(s, state, now, kfirst);
+	}
+	rcu_read_unlock();
+	__this_cpu_add(plabel_stats.switch_ns, local_clock() - t0);
+	__this_cpu_inc(plabel_stats.switch_calls);
+}
+
 /* Session lifetime */
 
 static void plabel_session_free(struct plabel_session *s)
@@ -691,6 +718,7 @@ static void plabel_session_free(struct plabel_session *s)
 	}
 	kfree(s->path_buf);
 	kfree(s->root_buf);
+	plabel_offcpu_free(s);
 	kvfree(s->tree);
 	kfree(s->pids);
 	kfree(s);
@@ -709,10 +737,14 @@ static int plabel_session_args(struct plabel_session *s,
 {
 	u32 v;
 
-	if (a->flags || a->pad || a->target > PLABEL_TARGET_TREE ||
+	if (a->flags || a->pad || a->pad2 || a->target > PLABEL_TARGET_TREE ||
 	    a->callchain > PLABEL_CALLCHAIN_DWARF ||
 	    (a->record & ~(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
-			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_HEAP)))
+			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_OFFCPU |
+			   PLABEL_RECORD_HEAP)))
+		return -EINVAL;
+	if (a->offcpu_min_us > PLABEL_MAX_OFFCPU_MIN_US ||
+	    (a->offcpu_min_us && !(a->record & PLABEL_RECORD_OFFCPU)))
 		return -EINVAL;
 	if ((a->record & PLABEL_RECORD_HEAP) ?
 	    a->heap_bytes > PLABEL_HEAP_BYTES_MAX : a->heap_bytes)
@@ -736,6 +768,9 @@ static int plabel_session_args(struct plabel_session *s,
 	s->stack_size = round_down(min_t(u32, v, PLABEL_SNAP_MAX), 8);
 	if (s->record & PLABEL_RECORD_HEAP)
 		s->heap_bytes = a->heap_bytes ?: PLABEL_HEAP_BYTES_DEFAULT;
+	v = a->offcpu_min_us ?: READ_ONCE(plabel_offcpu_min_us);
+	s->offcpu_min_ns = (u64)min_t(u32, v, PLABEL_MAX_OFFCPU_MIN_US) *
+			   NSEC_PER_USEC;
 	return 0;
 }
 
@@ -822,7 +857,9 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 
 	if (!plabel_perfmon_file(file) || !perfmon_capable())
 		return -EPERM;
-	ret = plabel_args_in(&a, sizeof(a), uarg, &usize);
+	ret = plabel_args_in_min(&a, sizeof(a),
+				 offsetof(struct plabel_session_start_args,
+					  offcpu_min_us), uarg, &usize);
 	if (ret)
 		return ret;
 
@@ -840,6 +877,11 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	ret = plabel_session_pids(s, &a);
 	if (ret)
 		goto err_free;
+	if (s->record & PLABEL_RECORD_OFFCPU) {
+		ret = plabel_offcpu_alloc(s);
+		if (ret)
+			goto err_free;
+	}
 
 	mutex_lock(&plabel_session_mutex);
 	/*
@@ -875,6 +917,12 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	ret = plabel_sample_start(s);
 	if (ret)
 		goto err_drain;
+	if (s->record & PLABEL_RECORD_OFFCPU) {
+		ret = plabel_offcpu_hook_get();
+		if (ret)
+			goto err_stop;
+		s->offcpu_hooked = true;
+	}
 	__set_bit(slot, plabel_slots);
 	list_add_tail_rcu(&s->node, &plabel_sessions);
 	plabel_session_heap_interval();
@@ -886,6 +934,8 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	mutex_unlock(&plabel_session_mutex);
 	return 0;
 
+err_stop:
+	plabel_sample_stop(s);
 err_drain:
 	irq_work_sync(&s->wake_work);
 	plabel_scan_pending(s, false);
@@ -911,6 +961,9 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 	plabel_session_heap_interval();
 	plabel_nr_sessions--;
 	synchronize_rcu();
+	if (s->offcpu_hooked)
+		plabel_offcpu_hook_put();
+	s->offcpu_hooked = false;
 	__clear_bit(s->slot, plabel_slots);
 	cancel_delayed_work_sync(&s->tick);
 	plabel_scan_pending(s, false);
@@ -1117,6 +1170,9 @@ DEFINE_DEBUGFS_ATTRIBUTE(plabel_stat_##field##_fops,			\
 			 plabel_stat_##field##_get, NULL, "%llu\n")
 
 PLABEL_STAT_ATTR(samples);
+PLABEL_STAT_ATTR(offcpu);
+PLABEL_STAT_ATTR(switch_calls);
+PLABEL_STAT_ATTR(switch_ns);
 PLABEL_STAT_ATTR(records);
 PLABEL_STAT_ATTR(lost);
 PLABEL_STAT_ATTR(handler_calls);
@@ -1150,6 +1206,12 @@ int plabel_session_init(void)
 				   &plabel_sessions_fops);
 	debugfs_create_file_unsafe("samples", 0444, d, NULL,
 				   &plabel_stat_samples_fops);
+	debugfs_create_file_unsafe("offcpu", 0444, d, NULL,
+				   &plabel_stat_offcpu_fops);
+	debugfs_create_file_unsafe("switch_calls", 0444, d, NULL,
+				   &plabel_stat_switch_calls_fops);
+	debugfs_create_file_unsafe("switch_ns_total", 0444, d, NULL,
+				   &plabel_stat_switch_ns_fops);
 	debugfs_create_file_unsafe("records", 0444, d, NULL,
 				   &plabel_stat_records_fops);
 	debugfs_create_file_unsafe("lost", 0444, d, NULL,

@@ -64,6 +64,8 @@
 #define PLABEL_WEIGHT_MAX	PLABEL_SAMPLE_PERIODS_MAX
 /* Ring bytes an ALLOC leaves free, for FREEs: size >> this */
 #define PLABEL_FREE_RESERVE_SHIFT	3
+#define PLABEL_OFFCPU_BUCKETS	4096	/* off-CPU table, a power of 2 */
+#define PLABEL_OFFCPU_WAYS	4	/* slots per bucket */
 
 struct plabel_ring {
 	u8 *data;
@@ -117,6 +119,12 @@ struct plabel_scan_hist {
 	u64 when;
 };
 
+/* A thread off its CPU, in its session's table (offcpu.c). */
+struct plabel_offcpu_slot {
+	unsigned long task;	/* its task_struct, 0: free; compared only */
+	u64 out_ns;		/* time_ns of its OFFCPU record */
+};
+
 enum plabel_session_state {
 	PLABEL_SESSION_RUNNING = 1,
 	PLABEL_SESSION_STOPPED = 2,
@@ -133,6 +141,9 @@ struct plabel_session {
 	u32 stack_size;
 	u64 heap_bytes;		/* PLABEL_RECORD_HEAP: mean sampling interval */
 	u32 slot;		/* its bit in plabel_set.emitted, while running */
+	u64 offcpu_min_ns;	/* shortest wait with an OFFCPU_END record */
+	struct plabel_offcpu_slot *offcpu;	/* OFFCPU: the table */
+	bool offcpu_hooked;	/* holds a reference to the switch probe */
 	struct list_head node;	/* in the running list, session.c */
 	pid_t *pids;		/* PIDS: sorted */
 	u32 npids;
@@ -169,6 +180,9 @@ struct plabel_session {
 /* Counters shown in debugfs, per CPU, updated with irqs off. */
 struct plabel_stats {
 	u64 samples;		/* SAMPLE records written */
+	u64 offcpu;		/* OFFCPU records written */
+	u64 switch_calls;	/* switch probe calls with work to do */
+	u64 switch_ns;		/* local_clock() time in them */
 	u64 records;		/* all records written to rings */
 	u64 lost;		/* records dropped, ring full */
 	u64 handler_calls;
@@ -209,7 +223,33 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 				  struct plabel_ring *r,
 				  struct plabel_set *set);
 
+/* session.c: the sched_switch probe's work (offcpu.c) */
+void plabel_session_on_switch(struct task_struct *prev,
+			      struct task_struct *next, unsigned int state,
+			      bool out, bool in, void *kfirst);
+
+/*
+ * offcpu.c. The hook and the table's allocation in process context under
+ * plabel_session_mutex; the rest from the switch probe.
+ */
+int plabel_offcpu_alloc(struct plabel_session *s);
+void plabel_offcpu_free(struct plabel_session *s);
+int plabel_offcpu_hook_get(void);
+void plabel_offcpu_hook_put(void);
+struct plabel_offcpu_slot *plabel_offcpu_claim(struct plabel_session *s,
+					       struct task_struct *t);
+void plabel_offcpu_release(struct plabel_offcpu_slot *slot);
+u32 plabel_offcpu_kind(void);
+void plabel_offcpu_in(struct plabel_session *s, struct task_struct *next,
+		      u64 now);
+
 /* sample.c */
+/*
+ * From the switch probe: current leaves its CPU in state, at now; a
+ * kernel chain starts at the caller of the frame at kfirst.
+ */
+void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
+			  u64 now, void *kfirst);
 int plabel_sample_init(void);
 void plabel_sample_exit(void);
 int plabel_sample_start(struct plabel_session *s);

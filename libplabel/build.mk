@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# libplabel: $(B)/lib/libplabel.so.1.0.0 (+ .so.1, .so links), libplabel.a,
+# libplabel: $(B)/lib/libplabel.so.1.1.0 (+ .so.1, .so links), libplabel.a,
 # plabel.pc; the ABI check host test; the label-cost benchmark; install.
 
-PLABEL_LIB_VERSION	:= 1.0.0
+PLABEL_LIB_VERSION	:= 1.1.0
 PLABEL_LIB_SONAME	:= libplabel.so.1
 LIB_DIR			:= $(B)/lib
-LIB_SRCS		:= libplabel/labels.c libplabel/thread.c
+LIB_SRCS		:= libplabel/labels.c libplabel/otel.c libplabel/thread.c
 LIB_HDRS		:= libplabel/plabel.h libplabel/internal.h \
 			   include/uapi/plabel_uapi.h
 LIB_OBJS		:= $(LIB_SRCS:libplabel/%.c=$(LIB_DIR)/obj/%.o)
@@ -52,6 +52,11 @@ ALL_TARGETS	+= $(LIB_SO) $(LIB_A) $(LIB_PC) $(LIB_DIR)/pkgconfig/plabel.pc
 # Tests link the static library (VM tests then need nothing installed).
 TEST_DEPS	+= $(LIB_A)
 TEST_LDLIBS	+= $(LIB_A) -lpthread
+TEST_DEPS_lib_otel_test	+= tests/unit/otel_decode.h
+# The outside-reader test's child uses the shared library, as programs do.
+TEST_DEPS_lib_otel_reader_test	+= tests/unit/otel_decode.h $(LIB_SO)
+TEST_LDLIBS_lib_otel_reader_test += -L$(LIB_DIR) \
+	-Wl,-rpath,$(abspath $(LIB_DIR)) -lplabel
 # Tests include <plabel.h> as applications do.
 $(B)/tests/%: ALL_CFLAGS += -Ilibplabel
 

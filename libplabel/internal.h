@@ -33,9 +33,11 @@ struct plabel_labels {
 	uint64_t hash;		/* plabel_hash_kvs() of the content */
 	long refs;		/* atomic; 1 -> 0 only under plabel_lock */
 	struct plabel_labels *next;	/* table chain */
+	const unsigned char *otel;	/* OTEP 4947 record; NULL: none */
+	uint32_t otel_dropped;	/* labels left out of the record */
 	uint32_t count;
-	uint32_t pad;
-	struct plabel_kv kv[];	/* sorted by key; the strings follow */
+	struct plabel_kv kv[];	/* sorted by key; the strings, then the
+				 * record (8-byte aligned) follow */
 };
 
 /* Limits in force: the kernel's sysctls when readable, else the ceilings. */
@@ -107,6 +109,38 @@ int plabel_sort_kvs(const struct plabel_kv *kvs, size_t n,
 int plabel_intern(const struct plabel_kv *sorted, size_t n,
 		  struct plabel_labels **out) PLABEL_HIDDEN;
 void plabel_put(struct plabel_labels *l) PLABEL_HIDDEN;
+
+/*
+ * OpenTelemetry thread and process context (otel.c). Record layout
+ * (OTEP 4947): trace-id[16] @0, span-id[8] @16, valid @24, trace-flags
+ * @25, attrs-data-size (u16, host order) @26, attrs-data @28: entries of
+ * key index (u8), length (u8), value bytes.
+ */
+#define PLABEL_OTEL_REC_HDR	28
+#define PLABEL_OTEL_REC_MAX	640	/* the OTEP's recommended ceiling */
+#define PLABEL_OTEL_VALUE_MAX	255	/* a u8 length */
+#define PLABEL_OTEL_KEYS_MAX	256	/* a u8 key index */
+#define PLABEL_OTEL_HDR_SIZE	32	/* OTEP 4719 header */
+#define PLABEL_OTEL_CTX_VERSION	2
+#define PLABEL_OTEL_SIGNATURE	"OTEL_CTX"
+#define PLABEL_OTEL_SCHEMA_KEY	"threadlocal.schema_version"
+#define PLABEL_OTEL_SCHEMA	"tls_v1"
+#define PLABEL_OTEL_KEYMAP_KEY	"threadlocal.attribute_key_map"
+
+extern __thread void *otel_thread_ctx_v1
+	__attribute__((tls_model("initial-exec")));
+
+/* Publish the process context; at init and in a fork child. */
+void plabel_otel_init(void) PLABEL_HIDDEN;
+void plabel_otel_after_fork(void) PLABEL_HIDDEN;
+/* Bytes the record of these (sorted) labels needs, at most REC_MAX. */
+size_t plabel_otel_size(const struct plabel_kv *sorted, size_t n)
+	PLABEL_HIDDEN;
+/* Encode l's record into rec (plabel_otel_size() bytes); under the lock. */
+int plabel_otel_build(struct plabel_labels *l, unsigned char *rec)
+	PLABEL_HIDDEN;
+void plabel_lock_take(void) PLABEL_HIDDEN;
+void plabel_lock_drop(void) PLABEL_HIDDEN;
 
 /* Device calls: 0 or a negative errno. */
 int plabel_dev_ioctl(unsigned long cmd, void *arg) PLABEL_HIDDEN;

@@ -174,6 +174,7 @@ static void plabel_atfork_child(void)
 		}
 	}
 	plabel_thread_after_fork();
+	plabel_otel_after_fork();
 	pthread_mutex_unlock(&plabel_lock);
 }
 
@@ -193,6 +194,7 @@ static void plabel_init_once(void)
 		return;
 	}
 	plabel_fd = open(PLABEL_DEVICE, O_RDWR | O_CLOEXEC);
+	plabel_otel_init();
 }
 
 int plabel_global_init(void)
@@ -299,15 +301,33 @@ static void plabel_table_grow(void)
 	plabel_table_mask = nb - 1;
 }
 
-static struct plabel_labels *plabel_alloc(const struct plabel_kv *sorted,
-					  size_t n, uint64_t hash)
+void plabel_lock_take(void)
+{
+	pthread_mutex_lock(&plabel_lock);
+}
+
+void plabel_lock_drop(void)
+{
+	pthread_mutex_unlock(&plabel_lock);
+}
+
+static size_t plabel_strings_end(const struct plabel_kv *sorted, size_t n)
 {
 	size_t i, bytes = sizeof(struct plabel_labels) + n * sizeof(sorted[0]);
-	struct plabel_labels *l;
-	char *p;
 
 	for (i = 0; i < n; i++)
 		bytes += strlen(sorted[i].key) + strlen(sorted[i].value) + 2;
+	return (bytes + 7) & ~(size_t)7;
+}
+
+static struct plabel_labels *plabel_alloc(const struct plabel_kv *sorted,
+					  size_t n, uint64_t hash)
+{
+	size_t i, bytes = plabel_strings_end(sorted, n);
+	struct plabel_labels *l;
+	char *p;
+
+	bytes += plabel_otel_size(sorted, n);
 	l = malloc(bytes);
 	if (!l)
 		return NULL;
@@ -364,6 +384,10 @@ int plabel_intern(const struct plabel_kv *sorted, size_t n,
 		if (err)
 			goto err_free;
 	}
+	err = plabel_otel_build(l, (unsigned char *)l +
+				plabel_strings_end(l->kv, n));
+	if (err)
+		goto err_put;
 	l->seq = ++plabel_seq;
 	l->next = plabel_table[hash & plabel_table_mask];
 	plabel_table[hash & plabel_table_mask] = l;
@@ -373,6 +397,15 @@ out:
 	*out = l;
 	return 0;
 
+err_put:
+	if (plabel_fd >= 0) {
+		struct plabel_set_put_args args = {
+			.size = sizeof(args),
+			.id = l->id,
+		};
+
+		ioctl(plabel_fd, PLABEL_IOC_SET_PUT, &args);
+	}
 err_free:
 	free(l);
 err_unlock:

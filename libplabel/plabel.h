@@ -176,6 +176,68 @@ PLABEL_API void plabel_labels_free(struct plabel_labels *l);
  */
 PLABEL_API int plabel_available(void);
 
+/**
+ * plabel_set_trace() - attach the active span to the calling thread
+ * @trace_id: 16-byte W3C trace id, or NULL (or all zero) to detach
+ * @span_id: 8-byte W3C span id, or NULL (or all zero) to detach
+ * @flags: the W3C trace-flags byte (0 to 0xff; 0 when detaching)
+ *
+ * Outside profilers that read the OpenTelemetry thread context (OTEP 4947,
+ * the TLS pointer otel_thread_ctx_v1) see the span beside the thread's
+ * labels until it is detached; Documentation/otel.rst has the layout. The
+ * kernel module's samples do not carry it. While a span is attached each
+ * label change copies the set's attributes into the thread's record
+ * (at most 612 bytes); without one a switch stores a pointer.
+ *
+ * Return: 0; -EINVAL when only one of @trace_id and @span_id is given
+ * (nonzero), @flags is above 0xff, or @flags is nonzero when detaching;
+ * -ENOMEM when the thread's first span cannot allocate its record. On
+ * error the thread's span is unchanged.
+ *
+ * Async-signal-safe once the thread has attached a span outside a signal
+ * handler.
+ */
+PLABEL_API int plabel_set_trace(const unsigned char *trace_id,
+				const unsigned char *span_id,
+				unsigned int flags);
+
+/**
+ * struct plabel_otel_stats - what the OpenTelemetry contexts carry
+ * @keys_dropped: labels left out of sets' records because the key map
+ *	(256 keys, a u8 index) was full when the set was made
+ * @values_dropped: labels left out because the value is over 255 bytes
+ * @space_dropped: labels left out because the record would pass 640 bytes
+ * @keys_used: entries in threadlocal.attribute_key_map
+ * @context_published: 1 when the OTEL_CTX process context is published
+ * @context_memfd: 1 when its mapping is a memfd (else anonymous)
+ * @pad: zero
+ *
+ * The drop counters count labels, once per set made (not per switch),
+ * since the process started; a label is either in a record whole or not
+ * at all.
+ */
+struct plabel_otel_stats {
+	unsigned long long keys_dropped;
+	unsigned long long values_dropped;
+	unsigned long long space_dropped;
+	unsigned int keys_used;
+	unsigned int context_published;
+	unsigned int context_memfd;
+	unsigned int pad;
+};
+
+/**
+ * plabel_otel_stats() - read the OpenTelemetry publication counters
+ * @st: receives the counters
+ * @size: sizeof(*@st) as the caller knows it (a shorter, older struct
+ *	  gets its fields; a longer one gets zeros past the library's)
+ *
+ * Return: 0; -EINVAL for a NULL @st.
+ *
+ * Not async-signal-safe.
+ */
+PLABEL_API int plabel_otel_stats(struct plabel_otel_stats *st, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

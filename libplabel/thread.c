@@ -59,6 +59,9 @@ struct plabel_thread {
 	struct plabel_frame *frames;
 	struct plabel_tc_ent *cache;	/* [BUCKETS][WAYS] */
 	struct plabel_overflow *overflow;
+	unsigned char *otel_rec;	/* own record while a span is attached */
+	unsigned char span[25];		/* trace-id, span-id, trace-flags */
+	unsigned char traced;		/* a span is attached */
 	unsigned char inited;
 	unsigned char kstored;		/* may have kernel-stored labels */
 	unsigned char victim;
@@ -302,6 +305,49 @@ static int plabel_clear_kstored(struct plabel_thread *t)
 	return 0;
 }
 
+/*
+ * The thread's own record: the span, then l's attributes. Readers see the
+ * thread stopped (OTEP 4947), so compiler fences order the stores: the
+ * pointer is NULL while the record is rewritten.
+ */
+static __attribute__((noinline, unused)) const void *
+plabel_otel_traced(struct plabel_thread *t, const struct plabel_labels *l)
+{
+	unsigned char *rec = t->otel_rec;
+	uint16_t size = 0;
+
+	__atomic_store_n(&otel_thread_ctx_v1, NULL, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(rec, t->span, 24);
+	rec[25] = t->span[24];
+	if (l && l->otel) {
+		memcpy(&size, l->otel + 26, 2);
+		memcpy(rec + PLABEL_OTEL_REC_HDR,
+		       l->otel + PLABEL_OTEL_REC_HDR, size);
+	}
+	memcpy(rec + 26, &size, 2);
+	rec[24] = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return rec;
+}
+
+/* Point otel_thread_ctx_v1 at the record of l (NULL: no labels). */
+static inline void plabel_otel_store(struct plabel_thread *t,
+				     const struct plabel_labels *l)
+{
+#ifndef PLABEL_BENCH_NO_OTEL
+	const void *rec = l ? l->otel : NULL;
+
+	if (plabel_unlikely(t->traced))
+		rec = plabel_otel_traced(t, l);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&otel_thread_ctx_v1, (void *)rec, __ATOMIC_RELAXED);
+#else
+	(void)t;
+	(void)l;
+#endif
+}
+
 static inline int plabel_store(struct plabel_thread *t,
 			       const struct plabel_labels *l)
 {
@@ -315,6 +361,7 @@ static inline int plabel_store(struct plabel_thread *t,
 	}
 	t->cur = l;
 	__atomic_store_n(&t->slot, l ? l->id : 0, __ATOMIC_RELAXED);
+	plabel_otel_store(t, l);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
@@ -382,6 +429,7 @@ static int plabel_recover(struct plabel_thread *t)
 		goto out;
 	t->cur = set;
 	t->slot = set->id;
+	plabel_otel_store(t, set);
 out:
 	free(buf);
 	return err;
@@ -438,6 +486,11 @@ void plabel_thread_exit(void *p)
 	t->cur = NULL;
 	t->frames = NULL;
 	__atomic_store_n(&t->slot, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&otel_thread_ctx_v1, NULL, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->traced = 0;
+	free(t->otel_rec);
+	t->otel_rec = NULL;
 	plabel_overflow_sweep(t);
 	for (i = 0; t->cache && i < PLABEL_TC_BUCKETS * PLABEL_TC_WAYS; i++)
 		plabel_put(t->cache[i].set);
@@ -467,6 +520,42 @@ PLABEL_API int plabel_switch(const struct plabel_labels *l)
 	if (!t)
 		return err;
 	return plabel_store(t, l);
+}
+
+PLABEL_API int plabel_set_trace(const unsigned char *trace_id,
+				const unsigned char *span_id,
+				unsigned int flags)
+{
+	static const unsigned char zero[16];
+	struct plabel_thread *t;
+	int err, has_t, has_s;
+
+	has_t = trace_id && memcmp(trace_id, zero, 16);
+	has_s = span_id && memcmp(span_id, zero, 8);
+	if (has_t != has_s || flags > 0xff || (!has_t && flags))
+		return -EINVAL;
+	t = plabel_thread_get(&err);
+	if (!t)
+		return err;
+	if (!has_t) {
+		t->traced = 0;
+		plabel_otel_store(t, t->cur);
+		return 0;
+	}
+	if (!t->otel_rec) {
+		t->otel_rec = malloc(PLABEL_OTEL_REC_MAX);
+		if (!t->otel_rec)
+			return -ENOMEM;
+	}
+	/* Detach first: the record is rewritten while it may be visible. */
+	__atomic_store_n(&otel_thread_ctx_v1, NULL, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(t->span, trace_id, 16);
+	memcpy(t->span + 16, span_id, 8);
+	t->span[24] = (unsigned char)flags;
+	t->traced = 1;
+	plabel_otel_store(t, t->cur);
+	return 0;
 }
 
 PLABEL_API int plabel_clear(void)

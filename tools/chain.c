@@ -16,6 +16,8 @@ struct plabel_cblock {
 };
 
 #define PLABEL_CBLOCK_BYTES	(256U << 10)
+/* Entries of plabel_chains.hint, a power of two */
+#define PLABEL_CHAIN_HINTS	16384
 /* Of the first block, touched ahead by plabel_chains_prefault(). */
 #define PLABEL_PREFAULT_CHAINS	(32U << 10)
 
@@ -30,6 +32,7 @@ void plabel_chains_release(struct plabel_chains *cs)
 		free(b);
 	}
 	free(cs->joinbuf);
+	free(cs->hint);
 	memset(cs, 0, sizeof(*cs));
 }
 
@@ -85,17 +88,64 @@ static struct plabel_chain *chain_alloc(struct plabel_chains *cs, size_t n)
 	return ch;
 }
 
+/*
+ * The hint hash of a chain, of its first two addresses and counts: the
+ * slot in its low bits, the tag kept there in its high 32.
+ */
+static uint64_t hint_hash(const void *ips, size_t n, uint32_t nk)
+{
+	uint64_t a = 0, b = 0;
+
+	if (n)
+		memcpy(&a, ips, sizeof(a));
+	if (n > 1)
+		memcpy(&b, (const uint8_t *)ips + sizeof(b), sizeof(b));
+	return plabel_hash2(a ^ ((uint64_t)n << 48) ^ nk, b);
+}
+
+static int chain_is(const struct plabel_chain *ch, const void *ips,
+		    uint32_t nk, uint32_t nu)
+{
+	size_t n = (size_t)nk + nu;
+
+	return ch->nk == nk && ch->nu == nu &&
+	       (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)));
+}
+
 int plabel_chain_get(struct plabel_chains *cs, const void *ips, uint32_t nk,
 		     uint32_t nu, uint32_t *idx)
 {
-	size_t n = (size_t)nk + nu, i, pos = SIZE_MAX;
-	uint64_t h = chain_hash(ips, n, nk);
+	size_t n = (size_t)nk + nu, i, pos = SIZE_MAX, k;
+	uint64_t hh = hint_hash(ips, n, nk), tag = hh & ~0xffffffffULL, h;
+	uint64_t *hint = NULL;
 	struct plabel_chain *ch;
 
+	if (!cs->hint)
+		cs->hint = calloc(PLABEL_CHAIN_HINTS, sizeof(*cs->hint));
+	/*
+	 * (without the hints when they could not be had) Two ways, the one
+	 * found last first; a chain found moves the other one second.
+	 */
+	if (cs->hint) {
+		hint = &cs->hint[hh & (PLABEL_CHAIN_HINTS - 2)];
+		for (k = 0; k < 2; k++) {
+			i = (uint32_t)hint[k];
+			if (i && (hint[k] & ~0xffffffffULL) == tag &&
+			    chain_is(cs->by_idx[i - 1], ips, nk, nu)) {
+				hint[1] = hint[k ^ 1];
+				hint[0] = tag | i;
+				*idx = i - 1;
+				return 0;
+			}
+		}
+	}
+	h = chain_hash(ips, n, nk);
 	while ((i = plabel_itab_next(&cs->tab, h, &pos)) != SIZE_MAX) {
-		ch = cs->by_idx[i];
-		if (ch->nk == nk && ch->nu == nu &&
-		    (!n || !memcmp(ch->ips, ips, n * sizeof(uint64_t)))) {
+		if (chain_is(cs->by_idx[i], ips, nk, nu)) {
+			if (hint) {
+				hint[1] = hint[0];
+				hint[0] = tag | (i + 1);
+			}
 			*idx = i;
 			return 0;
 		}
@@ -113,6 +163,10 @@ int plabel_chain_get(struct plabel_chains *cs, const void *ips, uint32_t nk,
 	if (n)		/* ips may be NULL then */
 		memcpy(ch->ips, ips, n * sizeof(uint64_t));
 	*idx = cs->n;
+	if (hint) {
+		hint[1] = hint[0];
+		hint[0] = tag | (cs->n + 1);
+	}
 	plabel_itab_put(&cs->tab, h, cs->n);
 	cs->by_idx[cs->n++] = ch;
 	return 0;
@@ -131,9 +185,13 @@ int plabel_chain_join(struct plabel_chains *cs, const void *kips, size_t nk,
 
 int plabel_chains_prefault(struct plabel_chains *cs)
 {
-	if (plabel_grow_to(&cs->by_idx, &cs->cap, 64, sizeof(*cs->by_idx)) ||
+	if (!cs->hint)
+		cs->hint = calloc(PLABEL_CHAIN_HINTS, sizeof(*cs->hint));
+	if (!cs->hint ||
+	    plabel_grow_to(&cs->by_idx, &cs->cap, 64, sizeof(*cs->by_idx)) ||
 	    plabel_itab_reserve(&cs->tab, 512) || !chain_alloc(cs, 0))
 		return -ENOMEM;
+	plabel_touch(cs->hint, PLABEL_CHAIN_HINTS * sizeof(*cs->hint));
 	cs->blocks->used = 0;	/* it was only for the block */
 	plabel_touch(cs->by_idx, cs->cap * sizeof(*cs->by_idx));
 	plabel_touch(cs->tab.slot, plabel_itab_bytes(&cs->tab));

@@ -35,6 +35,14 @@ struct plabel_chains {
 	struct plabel_cblock *blocks;	/* where they are stored */
 	uint64_t *joinbuf;	/* plabel_chain_join()'s chain, looked up */
 	size_t joinbuf_cap;
+	/*
+	 * By a hash of the first two addresses (PLABEL_CHAIN_HINTS of
+	 * them): 1 + the index of the chain last found there in the low 32
+	 * bits (0: none), the rest of that hash in the high 32. Looked at
+	 * before the table: small enough to stay in the cache, and a chain
+	 * found there costs no hashing.
+	 */
+	uint64_t *hint;
 };
 
 void plabel_chains_release(struct plabel_chains *cs);

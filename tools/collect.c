@@ -15,6 +15,7 @@
 
 #include "collect.h"
 #include "chain.h"
+#include "join.h"
 #include "lset.h"
 #include "names.h"
 #include "proc.h"
@@ -35,10 +36,16 @@
 	"__ioctl|__GI___ioctl)"
 
 /* Settled samples are merged in batches of at least this many. */
-#define PLABEL_FOLD_BATCH	65536
+#define PLABEL_FOLD_BATCH	16384
+
+/* Merging asks for the merged sample this many held ones ahead. */
+#define PLABEL_FOLD_AHEAD	8
 
 /* Held samples, by block of this many, have their oldest time noted. */
 #define PLABEL_HELD_BLOCK	4096
+
+/* CPUs whose records are followed for the watermark (see cpu_seen()) */
+#define PLABEL_WM_MAX_CPUS	65536
 
 /* Spool bytes touched ahead (prefault()): some thread creations' worth */
 #define PLABEL_PREFAULT_SPOOL	(64U << 10)
@@ -55,6 +62,8 @@ struct plabel_collect {
 	uint64_t period_ns;
 	struct plabel_collect_stats st;
 	struct plabel_dec_rec *rec;	/* the record being collected */
+	struct plabel_dec_rec *joined;	/* an OFFCPU record from join */
+	struct plabel_join join;	/* OFFCPU records and their ENDs */
 
 	struct plabel_lsets lsets;
 
@@ -88,6 +97,17 @@ struct plabel_collect {
 	size_t nbmin, bmin_cap;
 	uint64_t settled;	/* every record stamped before it is in */
 	size_t fold_at;		/* merge when this many are held */
+	uint64_t seq;		/* samples held so far */
+	/*
+	 * The watermark (see plabel_collect_settled()): by CPU, 1 + the
+	 * newest stamp of its SAMPLE and THREAD records (0: none yet), and
+	 * how many CPUs have one; ncpus from the STREAM record.
+	 */
+	uint64_t *cpu_last;
+	size_t cpu_cap;
+	uint32_t cpus_seen, ncpus;
+	uint8_t merging;	/* plabel_collect_settled() was called */
+	uint8_t wm_off;		/* a CPU at or over PLABEL_WM_MAX_CPUS */
 	/* the (pid, label set) pairs of held samples, named by index */
 	struct plabel_src {
 		uint32_t pid, reserved;
@@ -100,6 +120,9 @@ struct plabel_collect {
 	struct plabel_agg *aggs;
 	size_t naggs, aggs_cap;
 	struct plabel_itab agg_tab;
+	/* by chain: 1 + the index of the last merged sample's, or 0 */
+	uint32_t *agg_hint;
+	size_t hint_cap;
 
 	struct plabel_weigher weigher;
 
@@ -141,10 +164,12 @@ void plabel_collect_free(struct plabel_collect *c)
 	free(c->want);
 	free(c->samples);
 	free(c->bmin);
+	free(c->cpu_last);
 	free(c->srcs);
 	plabel_itab_free(&c->src_tab);
 	free(c->aggs);
 	plabel_itab_free(&c->agg_tab);
+	free(c->agg_hint);
 	plabel_weigher_release(&c->weigher);
 	free(c->heap);
 	free(c->frees);
@@ -152,6 +177,8 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_names_release(&c->names);
 	plabel_unwinder_free(c->unwinder);
 	plabel_spool_release(&c->spool);
+	plabel_join_release(&c->join);
+	free(c->joined);
 	free(c->rec);
 	free(c);
 }
@@ -455,8 +482,58 @@ found:
 	return 0;
 }
 
+/*
+ * A record of cpu stamped time_ns. The records of one CPU come in the
+ * order of their stamps (Documentation/record-format.rst: each is stamped
+ * with interrupts off where it is written to its CPU's ring; MMAP records
+ * aside, which merging does not read), so once every CPU's records have
+ * passed a time, every record stamped before it is in. 0 or -ENOMEM.
+ */
+static int cpu_seen(struct plabel_collect *c, uint32_t cpu, uint64_t time_ns)
+{
+	size_t old = c->cpu_cap;
+	uint64_t t = time_ns == UINT64_MAX ? time_ns : time_ns + 1;
+
+	if (cpu >= PLABEL_WM_MAX_CPUS) {
+		c->wm_off = 1;
+		return 0;
+	}
+	if (cpu >= c->cpu_cap) {
+		if (plabel_grow_to(&c->cpu_last, &c->cpu_cap, (size_t)cpu + 1,
+				   sizeof(*c->cpu_last)))
+			return -ENOMEM;
+		memset(c->cpu_last + old, 0,
+		       (c->cpu_cap - old) * sizeof(*c->cpu_last));
+	}
+	if (!c->cpu_last[cpu])
+		c->cpus_seen++;
+	if (t > c->cpu_last[cpu])
+		c->cpu_last[cpu] = t;
+	return 0;
+}
+
+/*
+ * The time before which every CPU's records are in, 0 when not known: not
+ * every CPU the STREAM record counts has sent one yet. A CPU that sends
+ * none (idle, or not running what is recorded) holds it back; the caller's
+ * settled time then does the merging.
+ */
+static uint64_t watermark(const struct plabel_collect *c)
+{
+	uint64_t w = UINT64_MAX;
+	size_t i;
+
+	if (!c->ncpus || c->cpus_seen < c->ncpus || c->wm_off)
+		return 0;
+	for (i = 0; i < c->cpu_cap; i++)
+		if (c->cpu_last[i] && c->cpu_last[i] - 1 < w)
+			w = c->cpu_last[i] - 1;
+	return w == UINT64_MAX ? 0 : w;
+}
+
+/* A SAMPLE, THREAD or OFFCPU record (with its wait's nanos) held. */
 static int add_sample(struct plabel_collect *c,
-		      const struct plabel_dec_rec *r)
+		      const struct plabel_dec_rec *r, uint64_t nanos)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_csample *s;
@@ -464,9 +541,14 @@ static int add_sample(struct plabel_collect *c,
 	uint32_t gen, chain, src;
 	int defer = 0, ret;
 
+	ret = cpu_seen(c, h->cpu, h->time_ns);
+	if (ret)
+		return ret;
 	/* as the profile counts them: a late sample for each period */
 	if (r->type == PLABEL_REC_SAMPLE)
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
+	else if (r->type == PLABEL_REC_OFFCPU)
+		c->st.waits++;
 	else
 		c->st.threads++;
 	p = plabel_procs_get(&c->procs, h->pid);
@@ -531,9 +613,16 @@ static int add_sample(struct plabel_collect *c,
 	s->chain = chain;
 	s->src = src;
 	s->time_ns = h->time_ns;
+	s->seq = c->seq++;
 	s->periods_m1 = r->type == PLABEL_REC_SAMPLE ?
 			PLABEL_SAMPLE_PERIODS(h->flags) - 1 : 0;
-	if (r->type == PLABEL_REC_THREAD) {
+	if (r->type == PLABEL_REC_OFFCPU) {
+		s->flags |= PLABEL_CS_OFFCPU |
+			    (h->wait_kind << PLABEL_CS_WAIT_SHIFT &
+			     PLABEL_CS_WAIT_MASK);
+		s->weight = PLABEL_W_DONE;
+		s->value = nanos;
+	} else if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
 	} else if (h->flags & PLABEL_SAMPLE_CPUTIME) {
@@ -681,27 +770,70 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 {
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
-					 a->set_id + a->type +
+					 a->set_id + a->type + a->wait +
 					 ((uint64_t)a->pname << 40 ^
 					  (uint64_t)a->tname << 8)));
+}
+
+static int agg_same(const struct plabel_agg *a, const struct plabel_agg *k)
+{
+	return a->pid == k->pid && a->tid == k->tid && a->chain == k->chain &&
+	       a->gen == k->gen && a->set_id == k->set_id &&
+	       a->type == k->type && a->pname == k->pname &&
+	       a->tname == k->tname && a->wait == k->wait;
+}
+
+/* Merge count samples like k (its count aside) into a. */
+static void agg_merge(struct plabel_agg *a, const struct plabel_agg *k,
+		      uint64_t count)
+{
+	a->count += count;
+	a->nanos += k->nanos;
+	if (k->first < a->first)
+		a->first = k->first;
+}
+
+/*
+ * Remember agg i for k's chain: a chain's samples mostly have one
+ * thread, label set and image, so the next sample of the chain is looked
+ * up there first, without hashing.
+ */
+static void agg_hint_set(struct plabel_collect *c, const struct plabel_agg *k,
+			 size_t i)
+{
+	size_t old = c->hint_cap;
+
+	if (k->chain >= c->hint_cap) {
+		if (plabel_grow_to(&c->agg_hint, &c->hint_cap,
+				   (size_t)k->chain + 1, sizeof(*c->agg_hint)))
+			return;	/* no hint then */
+		memset(c->agg_hint + old, 0,
+		       (c->hint_cap - old) * sizeof(*c->agg_hint));
+	}
+	c->agg_hint[k->chain] = (uint32_t)i + 1;
 }
 
 /* Add count samples like k (its count aside), k->nanos with them. */
 static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 		   uint64_t count)
 {
-	uint64_t h = agg_hash(k);
 	struct plabel_agg *a;
 	size_t i, pos = SIZE_MAX;
+	uint64_t h;
 
+	if (k->chain < c->hint_cap && c->agg_hint[k->chain]) {
+		a = &c->aggs[c->agg_hint[k->chain] - 1];
+		if (agg_same(a, k)) {
+			agg_merge(a, k, count);
+			return 0;
+		}
+	}
+	h = agg_hash(k);
 	while ((i = plabel_itab_next(&c->agg_tab, h, &pos)) != SIZE_MAX) {
 		a = &c->aggs[i];
-		if (a->pid == k->pid && a->tid == k->tid &&
-		    a->chain == k->chain && a->gen == k->gen &&
-		    a->set_id == k->set_id && a->type == k->type &&
-		    a->pname == k->pname && a->tname == k->tname) {
-			a->count += count;
-			a->nanos += k->nanos;
+		if (agg_same(a, k)) {
+			agg_merge(a, k, count);
+			agg_hint_set(c, k, i);
 			return 0;
 		}
 	}
@@ -712,6 +844,7 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 	a = &c->aggs[c->naggs];
 	*a = *k;
 	a->count = count;
+	agg_hint_set(c, k, c->naggs);
 	plabel_itab_put(&c->agg_tab, h, c->naggs++);
 	return 0;
 }
@@ -719,6 +852,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 /* The record type of held sample s. */
 static uint32_t csample_type(const struct plabel_csample *s)
 {
+	if (s->flags & PLABEL_CS_OFFCPU)
+		return PLABEL_REC_OFFCPU;
 	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
 	       PLABEL_REC_SAMPLE;
 }
@@ -749,7 +884,11 @@ static int sample_key(struct plabel_collect *c,
 	a->set_id = src->set_id;
 	a->type = csample_type(s);
 	a->count = plabel_csample_periods(s);
-	a->nanos = a->type == PLABEL_REC_SAMPLE ? s->value : 0;
+	a->nanos = a->type == PLABEL_REC_THREAD ? 0 : s->value;
+	a->first = s->seq;
+	if (a->type == PLABEL_REC_OFFCPU)
+		a->wait = 1 + ((s->flags & PLABEL_CS_WAIT_MASK) >>
+			       PLABEL_CS_WAIT_SHIFT);
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
 		a->pname = plabel_proc_name_at(p, s->time_ns);
 		a->tname = plabel_names_thread_at(&c->names, s->tid,
@@ -775,6 +914,15 @@ static int fold(struct plabel_collect *c)
 	for (i = c->head; i < end; i++) {
 		const struct plabel_csample *s = &c->samples[i];
 
+		/* the merged sample a few ahead are likely to go to */
+		if (i + PLABEL_FOLD_AHEAD < end) {
+			uint32_t ch = c->samples[i + PLABEL_FOLD_AHEAD].chain;
+
+			if (ch < c->hint_cap && c->agg_hint[ch])
+				__builtin_prefetch(c->aggs +
+						   c->agg_hint[ch] - 1);
+		}
+
 		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
 		    s->time_ns < c->settled) {
 			int kind = sample_key(c, s, &a);
@@ -794,20 +942,82 @@ static int fold(struct plabel_collect *c)
 	memmove(c->samples + head, c->samples + c->head,
 		(k - c->head) * sizeof(*c->samples));
 	c->head = head;
-	held_note_blocks(c, head, end);
-	if (head > c->released) {
-		held_release(c->samples, c->released, head);
-		c->released = head;
+	k = c->nsamples - head;
+	if (k <= head / 4) {
+		/*
+		 * Few are held (merging keeps up with the records): they move
+		 * to the front, and the next ones reuse the pages there
+		 * instead of faulting fresh ones in behind. (Many held, they
+		 * stay, and held_room() moves them as it gives pages back.)
+		 */
+		memcpy(c->samples, c->samples + head, k * sizeof(*c->samples));
+		c->head = 0;
+		c->nsamples = k;
+		c->released = 0;
+		c->nbmin = (k + PLABEL_HELD_BLOCK - 1) / PLABEL_HELD_BLOCK;
+		held_note_blocks(c, 0, k);
+	} else {
+		held_note_blocks(c, head, end);
+		if (head > c->released) {
+			held_release(c->samples, c->released, head);
+			c->released = head;
+		}
 	}
-	c->fold_at = c->nsamples - head + PLABEL_FOLD_BATCH;
+	c->fold_at = c->nsamples - c->head + PLABEL_FOLD_BATCH;
 	return ret;
 }
 
 int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns)
 {
+	uint64_t w = watermark(c);
+
+	c->merging = 1;
+	if (w > time_ns)
+		time_ns = w;
 	if (time_ns > c->settled)
 		c->settled = time_ns;
 	return c->nsamples - c->head >= c->fold_at ? fold(c) : 0;
+}
+
+/*
+ * An OFFCPU record, joined with its END (join.h): held as a sample of the
+ * wait's length once both halves are in.
+ */
+static int add_offcpu(struct plabel_collect *c,
+		      const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	uint64_t end;
+	int ret = plabel_join_begin(&c->join, h->tid, h->time_ns, r->raw,
+				    r->size, c->settled, &end);
+
+	return ret > 0 ? add_sample(c, r, end - h->time_ns) : ret;
+}
+
+static int add_offcpu_end(struct plabel_collect *c,
+			  const struct plabel_rec_offcpu_end *e)
+{
+	struct plabel_dec d;
+	uint8_t *raw;
+	uint32_t size;
+	int ret = plabel_join_end(&c->join, e->tid, e->out_ns, e->time_ns,
+				  c->settled, &raw, &size);
+
+	if (ret <= 0)
+		return ret;
+	if (!c->joined)
+		c->joined = malloc(sizeof(*c->joined));
+	ret = -ENOMEM;
+	if (c->joined) {
+		plabel_dec_init(&d, raw, size);
+		/* (decoded once already: it decodes again) */
+		ret = plabel_dec_next(&d, c->joined) == 1 ?
+		      add_sample(c, c->joined, e->time_ns - e->out_ns) : 0;
+		/* the copy goes: what the spool holds of it, first */
+		plabel_spool_sync(&c->spool);
+	}
+	free(raw);
+	return ret;
 }
 
 /* Feed one decoded record. 0 or -ENOMEM. */
@@ -821,6 +1031,7 @@ static int collect_record(struct plabel_collect *c,
 	switch (r->type) {
 	case PLABEL_REC_STREAM:
 		c->st.version = r->u.stream.version;
+		c->ncpus = r->u.stream.ncpus;
 		plabel_collect_set_period(c, r->u.stream.period_ns);
 		return 0;
 	case PLABEL_REC_LABELSET:
@@ -829,11 +1040,15 @@ static int collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
-		return add_sample(c, r);
+		return add_sample(c, r, 0);
 	case PLABEL_REC_ALLOC:
 		return add_alloc(c, r);
 	case PLABEL_REC_FREE:
 		return add_free(c, &r->u.free);
+	case PLABEL_REC_OFFCPU:
+		return add_offcpu(c, r);
+	case PLABEL_REC_OFFCPU_END:
+		return add_offcpu_end(c, &r->u.offcpu_end);
 	case PLABEL_REC_LOST:
 		switch (r->u.lost.kind) {
 		case PLABEL_LOST_FREES:
@@ -926,6 +1141,9 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 	plabel_spool_sync(&c->spool);	/* buf is the caller's */
 	if (maps_wanted(c) == -ENOMEM)
 		ret = -ENOMEM;
+	/* merging as the watermark passes, once the caller merges */
+	if (!ret && c->merging)
+		ret = plabel_collect_settled(c, 0);
 	if (ret == -EBADMSG)
 		c->st.bad++;
 	return ret;
@@ -933,9 +1151,53 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
 
 /* ---- building the profiles ---- */
 
-/* The profile of the samples of type type. 0 or -ENOMEM. */
-static int build_one(struct plabel_collect *c, uint32_t type,
-		     struct plabel_prof *prof)
+/* Whether kind k takes merged sample a. */
+static int kind_takes(const struct plabel_kind *k, const struct plabel_agg *a)
+{
+	if (k->waits_only && a->wait == 1 + PLABEL_WAIT_PREEMPTED)
+		return 0;
+	return a->type == k->rec_type || (k->rec_type2 && a->type == k->rec_type2);
+}
+
+/*
+ * Every held sample merged (all are weighed, their snapshots unwound):
+ * those whose exec of skip_pid never came as they are. 0 or -ENOMEM.
+ */
+static int fold_all(struct plabel_collect *c)
+{
+	struct plabel_agg a;
+	size_t i;
+	int ret;
+
+	for (i = c->head; i < c->nsamples; i++) {
+		if (!sample_key(c, &c->samples[i], &a))
+			continue;
+		ret = agg_add(c, &a, a.count);
+		if (ret)
+			return ret;
+		c->head = i + 1;
+	}
+	c->head = c->nsamples;
+	return 0;
+}
+
+static int agg_first_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct plabel_agg *aggs = arg;
+	uint64_t a = aggs[*(const uint32_t *)pa].first;
+	uint64_t b = aggs[*(const uint32_t *)pb].first;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The profile of kind k's samples, the merged ones in the order
+ * their first samples came (order[]): the same file whenever and however
+ * often they were merged, and as if each sample were added as it came.
+ * 0 or -ENOMEM.
+ */
+static int build_one(struct plabel_collect *c, const struct plabel_kind *k,
+		     const uint32_t *order, struct plabel_prof *prof)
 {
 	const struct plabel_resolve_src src = {
 		.syms = c->syms,
@@ -951,17 +1213,9 @@ static int build_one(struct plabel_collect *c, uint32_t type,
 
 	if (!r)
 		return -ENOMEM;
-	/* the merged samples, then the others (in arrival order) */
 	for (i = 0; i < c->naggs && !ret; i++)
-		if (c->aggs[i].type == type)
-			ret = plabel_resolver_add(r, &c->aggs[i]);
-	for (i = c->head; i < c->nsamples && !ret; i++) {
-		struct plabel_agg a;
-
-		if (csample_type(&c->samples[i]) == type &&
-		    sample_key(c, &c->samples[i], &a))
-			ret = plabel_resolver_add(r, &a);
-	}
+		if (kind_takes(k, &c->aggs[order[i]]))
+			ret = plabel_resolver_add(r, &c->aggs[order[i]]);
 	if (!ret)
 		plabel_resolver_set_main(r);
 	c->st.unresolved += plabel_resolver_unresolved(r);
@@ -1212,6 +1466,7 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			  struct plabel_prof *profs[PLABEL_PROF_NKINDS])
 {
 	struct plabel_prof *built[PLABEL_PROF_NKINDS] = { NULL };
+	uint32_t *order;
 	size_t k;
 	int ret;
 
@@ -1220,8 +1475,16 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 		ret = plabel_weigh(&c->weigher, held(c),
 				   c->nsamples - c->head, c->period_ns,
 				   UINT64_MAX);
+	if (!ret)
+		ret = fold_all(c);
 	if (ret)
 		return ret;
+	order = malloc((c->naggs ? c->naggs : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (k = 0; k < c->naggs; k++)
+		order[k] = (uint32_t)k;
+	qsort_r(order, c->naggs, sizeof(*order), agg_first_cmp, c->aggs);
 	plabel_lsets_sort(&c->lsets);
 	c->st.unresolved = 0;
 
@@ -1235,15 +1498,17 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 		if (k == PLABEL_PROF_HEAP)
 			ret = build_heap(c, built[k]);
 		else
-			ret = build_one(c, plabel_kinds[k].rec_type, built[k]);
+			ret = build_one(c, &plabel_kinds[k], order, built[k]);
 		if (ret)
 			goto err_free;
 	}
+	free(order);
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		profs[k] = built[k];
 	return 0;
 
 err_free:
+	free(order);
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		plabel_prof_free(built[k]);
 	return ret;

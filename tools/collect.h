@@ -24,6 +24,7 @@ struct plabel_collect;
 struct plabel_collect_stats {
 	uint64_t samples;	/* SAMPLE records */
 	uint64_t threads;	/* THREAD records */
+	uint64_t waits;		/* OFFCPU records joined with an END */
 	uint64_t labelsets;	/* distinct label sets seen */
 	uint64_t lost;		/* records the kernel dropped */
 	uint64_t lost_periods;	/* sampling periods of lost samples */
@@ -80,8 +81,16 @@ int plabel_collect_buffer(struct plabel_collect *c, const void *buf,
  * Every record stamped (time_ns) before time_ns has been fed. Samples
  * before it are then merged with the like ones (in batches): memory grows
  * with the distinct samples, not with the recording's length. Without it
- * every sample is kept until plabel_collect_finish(). 0 or -ENOMEM (the
- * samples are kept as they were).
+ * every sample is kept until plabel_collect_finish(). Once it has been
+ * called, the collector also merges by itself, after each buffer, the
+ * samples before the watermark: the oldest of the newest stamps of each
+ * CPU's SAMPLE and THREAD records, once every CPU the STREAM record
+ * counts has sent one (records of one CPU come in the order of their
+ * stamps). When all CPUs are busy that is milliseconds behind, where
+ * time_ns (plabel record's) is seconds behind. When and how often
+ * samples are merged does not change the profiles: they list samples in
+ * the order their first records came. 0 or -ENOMEM (the samples are kept
+ * as they were).
  */
 int plabel_collect_settled(struct plabel_collect *c, uint64_t time_ns);
 

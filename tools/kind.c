@@ -31,6 +31,37 @@ const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS] = {
 		},
 		.period_value = 0,
 	},
+	/* how long threads waited off their CPU, and how often */
+	[PLABEL_PROF_OFFCPU] = {
+		.name = "offcpu",
+		.file = "offcpu.pb.gz",
+		.rec_type = PLABEL_REC_OFFCPU,
+		.record_flag = PLABEL_RECORD_OFFCPU,
+		.optional = 1,
+		.waits_only = 1,
+		.nvalues = 2,
+		.values = {
+			{ "switches", "count" },
+			{ "off-cpu", "nanoseconds" },
+		},
+		.period_value = 1,
+		.default_type = "off-cpu",
+	},
+	/* CPU time and off-CPU time together: each thread's elapsed time */
+	[PLABEL_PROF_WALL] = {
+		.name = "wall",
+		.file = "wall.pb.gz",
+		.rec_type = PLABEL_REC_SAMPLE,
+		.rec_type2 = PLABEL_REC_OFFCPU,
+		.record_flag = PLABEL_RECORD_OFFCPU,
+		.optional = 1,
+		.nvalues = 1,
+		.nanos_only = 1,
+		.values = {
+			{ "wall", "nanoseconds" },
+		},
+		.period_value = 0,
+	},
 	/*
 	 * Go's heap profile: its four values in its order, its period type
 	 * (space/bytes); the period, the sampling interval, is set by

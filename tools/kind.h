@@ -16,6 +16,8 @@
 enum plabel_prof_kind {
 	PLABEL_PROF_CPU,
 	PLABEL_PROF_THREADCREATE,
+	PLABEL_PROF_OFFCPU,
+	PLABEL_PROF_WALL,
 	PLABEL_PROF_HEAP,
 	PLABEL_PROF_NKINDS
 };
@@ -31,20 +33,28 @@ struct plabel_kind {
 	const char *name;
 	const char *file;		/* in record's output directory */
 	uint32_t rec_type;		/* PLABEL_REC_* it is built from */
+	uint32_t rec_type2;		/* and another one, 0: none */
 	uint32_t record_flag;		/* PLABEL_RECORD_* that asks for it */
+	/*
+	 * Made only when asked for (plabel record --off-cpu, --heap): its
+	 * records cost more than the others'
+	 */
+	int optional;
+	/* off-CPU samples of runnable threads (preempted) left out */
+	int waits_only;
 	size_t nvalues;
 	/*
 	 * Sample value types, in the order of the values plabel_prof_sample()
 	 * takes (count, nanos; the heap's four through
-	 * plabel_prof_sample_values()): those past nvalues are dropped.
+	 * plabel_prof_sample_values()): those past nvalues are dropped; with
+	 * nanos_only, the one value is the nanoseconds.
 	 */
+	int nanos_only;
 	struct plabel_kind_value values[PLABEL_KIND_MAX_VALUES];
 	size_t period_value;		/* values[] index of the period type */
 	struct plabel_kind_value period_type;	/* else this, when type set */
 	/* period: the sampling period when set, else 1 per sample */
 	int period_is_sampling;
-	/* only when asked for (record --heap): no file, no records else */
-	int optional;
 	/*
 	 * Default sample type viewers show, or NULL to write none (pprof's
 	 * rule then picks the last value).

@@ -191,6 +191,7 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 		if (!p->ptype.type || !p->ptype.unit)
 			goto err_free;
 	}
+	p->nanos_only = k->nanos_only;
 	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
 	if (k->default_type) {
 		p->default_type = str_get(p, k->default_type);
@@ -701,9 +702,16 @@ static int sample_add(struct plabel_prof *p, const uint64_t *locs,
 		.locs = locs, .nlocs = nlocs,
 		.labels = labels, .nlabels = nlabels, .num = num,
 	};
+	int64_t one[PLABEL_KIND_MAX_VALUES];
 	size_t pos = SIZE_MAX, i, v;
 	uint64_t hash;
 
+	if (p->nanos_only) {
+		/* the one value is the nanoseconds (vals[1]) */
+		memset(one, 0, sizeof(one));
+		one[0] = vals[1];
+		vals = one;
+	}
 	if (pid >= 0 &&
 	    num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
 		return -ENOMEM;

@@ -70,6 +70,7 @@ struct plabel_prof {
 	size_t nstypes;
 	struct plabel_prof_value_type ptype;
 	int64_t period;
+	bool nanos_only;	/* the kind's one value is the nanoseconds */
 	const char *default_type;
 	int64_t time_nanos, duration_nanos;
 	const char *drop_frames, *keep_frames;

@@ -73,7 +73,8 @@ static void plabel_on_child(int sig)
 void plabel_record_usage(FILE *f)
 {
 	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
-	      "                     [--no-process-labels] [--heap[=BYTES]]\n"
+	      "                     [--no-process-labels] [--off-cpu [--off-cpu-min D]]\n"
+	      "                     [--heap[=BYTES]]\n"
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     -a | -p PID[,PID..]\n"
@@ -101,6 +102,14 @@ void plabel_record_usage(FILE *f)
 	      "      --duration S       stop after S seconds (decimals allowed;\n"
 	      "                         CMD, if still running, gets SIGTERM)\n"
 	      "      --no-process-labels  no process and thread name labels\n"
+	      "      --off-cpu          also where threads wait off their CPU:\n"
+	      "                         DIR/offcpu.pb.gz (switches/count,\n"
+	      "                         off-cpu/nanoseconds, label wait=sleep|io|\n"
+	      "                         futex|other) and DIR/wall.pb.gz\n"
+	      "                         (wall/nanoseconds: CPU and off-CPU time)\n"
+	      "      --off-cpu-min D    only waits of at least D (N us, ms or s, at\n"
+	      "                         most 10s; default: the\n"
+	      "                         kernel.plabel.offcpu_min_us sysctl)\n"
 	      "      --heap[=BYTES]     also DIR/heap.pb.gz: allocations sampled every\n"
 	      "                         BYTES on average (default 512K; K, M, G), by\n"
 	      "                         libplabel-heap.so, preloaded into CMD (and\n"
@@ -343,14 +352,16 @@ static void plabel_progress(struct plabel_rec_state *st, double t0,
 		final ? "\n" : "   ");
 }
 
-/* Whether record writes kind k's file: the heap's with --heap only. */
-static int plabel_kind_wanted(size_t k, int heap)
+/* Whether record writes kind k, with the optional kinds in record. */
+static int plabel_kind_written(size_t k, uint32_t record)
 {
-	return !plabel_kinds[k].optional || heap;
+	return !plabel_kinds[k].optional ||
+	       (record & plabel_kinds[k].record_flag);
 }
 
 static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
-				 int64_t wall_ns, int64_t dur_ns, int heap)
+				 int64_t wall_ns, int64_t dur_ns,
+				 uint32_t record)
 {
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
 	char *paths[PLABEL_PROF_NKINDS] = { NULL };
@@ -372,7 +383,7 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 		}
 	}
 	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
-		if (!plabel_kind_wanted(k, heap))
+		if (!plabel_kind_written(k, record))
 			continue;
 		ret = plabel_prof_write(profs[k], paths[k]);
 		if (ret)
@@ -387,14 +398,17 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 			s.version, PLABEL_REC_VERSION);
 	fprintf(stderr, "plabel: %" PRIu64 " samples, %" PRIu64
 		" thread creations, %" PRIu64 " label sets, %" PRIu64
-		" lost records%s; wrote", s.samples, s.threads,
+		" lost records%s", s.samples, s.threads,
 		s.labelsets, s.lost, s.unresolved ?
 		" (some label sets unresolved)" : "");
+	if (record & PLABEL_RECORD_OFFCPU)
+		fprintf(stderr, ", %" PRIu64 " waits", s.waits);
+	fputs("; wrote", stderr);
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
-		if (plabel_kind_wanted(k, heap))
+		if (plabel_kind_written(k, record))
 			fprintf(stderr, "%s %s", k ? "," : "", paths[k]);
 	fputc('\n', stderr);
-	if (heap)
+	if (record & PLABEL_RECORD_HEAP)
 		fprintf(stderr, "plabel: %" PRIu64 " sampled allocations, %" PRIu64
 			" frees, %" PRIu64 " lost frees\n", s.allocs, s.frees,
 			s.lost_frees);
@@ -606,6 +620,34 @@ static void plabel_check_tmpdir(void)
 		dir, strerror(err));
 }
 
+/*
+ * --off-cpu-min: "Nus", "Nms" or "Ns" into microseconds, 1 us to
+ * PLABEL_MAX_OFFCPU_MIN_US. 0 or -EINVAL.
+ */
+static int plabel_parse_min_us(const char *arg, uint32_t *us)
+{
+	unsigned long long v;
+	unsigned long long unit;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (!strcmp(end, "us"))
+		unit = 1;
+	else if (!strcmp(end, "ms"))
+		unit = 1000;
+	else if (!strcmp(end, "s"))
+		unit = 1000000;
+	else
+		return -EINVAL;
+	if (errno || !v || v > PLABEL_MAX_OFFCPU_MIN_US / unit)
+		return -EINVAL;
+	*us = (uint32_t)(v * unit);
+	return 0;
+}
+
 /* --every: "S", "Ss", "Mm" or "Hh" into ns, 1 s at least. 0 or -EINVAL. */
 static int plabel_parse_every(const char *arg, uint64_t *ns)
 {
@@ -697,6 +739,8 @@ int plabel_cmd_record(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "no-process-labels", no_argument, NULL, 'N' },
 		{ "every", required_argument, NULL, 'E' },
+		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "off-cpu-min", required_argument, NULL, 'M' },
 		{ "heap", optional_argument, NULL, 'H' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -716,6 +760,7 @@ int plabel_cmd_record(int argc, char **argv)
 	int names = 1;	/* process and thread labels */
 	double duration = 0, deadline = 0;
 	uint64_t every = 0, heap = 0;
+	uint32_t record = 0, min_us = 0;
 	unsigned long hz = 0;
 	pid_t child = -1;
 	double t0, last = 0;
@@ -783,6 +828,17 @@ int plabel_cmd_record(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			record |= PLABEL_RECORD_HEAP;
+			break;
+		case 'O':
+			record |= PLABEL_RECORD_OFFCPU;
+			break;
+		case 'M':
+			if (plabel_parse_min_us(optarg, &min_us)) {
+				fprintf(stderr, "plabel record: bad minimum wait '%s' (1us to 10s, as Nus, Nms or Ns)\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'V':
 			printf("plabel %s\n", PLABEL_VERSION);
@@ -797,8 +853,12 @@ int plabel_cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv + optind;
-	if (every && heap) {
-		fprintf(stderr, "plabel record: --heap and --every do not go together\n");
+	if (min_us && !(record & PLABEL_RECORD_OFFCPU)) {
+		fprintf(stderr, "plabel record: --off-cpu-min needs --off-cpu\n");
+		return 2;
+	}
+	if (every && record) {
+		fprintf(stderr, "plabel record: --off-cpu and --heap do not go with --every\n");
 		return 2;
 	}
 	if (heap && cmd) {
@@ -928,6 +988,8 @@ int plabel_cmd_record(int argc, char **argv)
 	so.pids = pids;
 	so.npids = npids;
 	so.heap_bytes = heap;
+	so.record = record;
+	so.offcpu_min_us = min_us;
 	ret = plabel_session_start(st.fd, &so);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",
@@ -1084,7 +1146,7 @@ int plabel_cmd_record(int argc, char **argv)
 				       (int64_t)wall.tv_sec * 1000000000LL +
 				       wall.tv_nsec,
 				       (int64_t)((plabel_now() - t0) * 1e9),
-				       !!heap);
+				       record);
 	/* `plabel record -- make && ..` works as `make && ..` does */
 	if (cmd && plabel_shell_status(cmd_status))
 		status = plabel_shell_status(cmd_status);

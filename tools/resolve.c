@@ -227,26 +227,44 @@ static uint64_t user_loc(struct plabel_resolver *r, struct plabel_proc *p,
 	return *slot;
 }
 
+/* The "wait" label's values, by enum plabel_wait_kind. */
+static const char *const wait_names[] = {
+	[PLABEL_WAIT_OTHER] = "other",
+	[PLABEL_WAIT_SLEEP] = "sleep",
+	[PLABEL_WAIT_IO] = "io",
+	[PLABEL_WAIT_FUTEX] = "futex",
+	[PLABEL_WAIT_PREEMPTED] = "preempted",
+};
+
+static const char *wait_name(uint32_t wait)
+{
+	return wait && wait - 1 < sizeof(wait_names) / sizeof(wait_names[0]) ?
+	       wait_names[wait - 1] : "other";
+}
+
 /*
- * add_sample() for a sample with process or thread names: the label set
- * with "process" and "thread" added (unless the program set those keys
- * itself: its own win), interned once per combination.
+ * add_sample() for a sample with process or thread names or a wait kind:
+ * the label set with "process", "thread" and "wait" added (unless the
+ * program set those keys itself: its own win), interned once per
+ * combination.
  */
 static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 		     const struct plabel_lset *ls, const uint64_t *locs,
 		     size_t nlocs)
 {
 	int pids = r->src.pid_labels;
-	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 2];
+	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 3];
 	uint32_t n = 0, i, set;
 	uint64_t *slot;
-	int ret, hasp = 0, hast = 0;
+	int ret, hasp = 0, hast = 0, hasw = 0;
 	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
 		(int64_t)a->count, (int64_t)a->nanos,
 		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
 	};
 
-	slot = plabel_pair_slot(&r->ns, ls ? ls->id : 0,
+	/* (set ids are far below 2^56) */
+	slot = plabel_pair_slot(&r->ns,
+				(ls ? ls->id : 0) ^ (uint64_t)a->wait << 56,
 				(uint64_t)a->pname << 32 | a->tname);
 	if (!slot)
 		return -ENOMEM;
@@ -255,6 +273,7 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 			labels[n++] = ls->labels[i];
 			hasp |= !strcmp(ls->labels[i].key, "process");
 			hast |= !strcmp(ls->labels[i].key, "thread");
+			hasw |= !strcmp(ls->labels[i].key, "wait");
 		}
 		if (a->pname && !hasp) {
 			labels[n].key = "process";
@@ -265,6 +284,10 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 			labels[n].key = "thread";
 			labels[n++].value = plabel_names_str(r->src.names,
 							     a->tname);
+		}
+		if (a->wait && !hasw) {
+			labels[n].key = "wait";
+			labels[n++].value = wait_name(a->wait);
 		}
 		ret = plabel_prof_labelset(r->prof, labels, n, &set);
 		if (ret)
@@ -312,7 +335,7 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 							 vals);
 		}
 	}
-	if (a->pname || a->tname)
+	if (a->pname || a->tname || a->wait)
 		return add_named(r, a, ls, locs, nlocs);
 	if (ls) {
 		set = &r->lset_ids[plabel_lsets_index(r->src.lsets, ls)];
@@ -340,7 +363,8 @@ static int resolve_chain(struct plabel_resolver *r, struct plabel_proc *p,
 	const struct plabel_chain *ch = plabel_chain_at(r->src.chains,
 							 a->chain);
 	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
-	int cpu = a->type == PLABEL_REC_SAMPLE;
+	/* where it was: interrupted, or entered the kernel to wait */
+	int cpu = a->type == PLABEL_REC_SAMPLE || a->type == PLABEL_REC_OFFCPU;
 	uint64_t *e, *mids;
 
 	max = n < PLABEL_MAX_FRAMES ? n : PLABEL_MAX_FRAMES;

@@ -33,9 +33,11 @@ struct plabel_agg {
 	uint64_t set_id;
 	uint32_t type;
 	uint32_t pname, tname;	/* process and thread name ids, 0: none */
-	uint32_t reserved;
+	uint32_t wait;		/* OFFCPU: 1 + enum plabel_wait_kind; else 0 */
 	uint64_t count;		/* ALLOC: alloc_objects, scaled */
-	uint64_t nanos;		/* CPU nanoseconds, SAMPLE; ALLOC: alloc_space */
+	/* CPU nanoseconds (SAMPLE), off-CPU (OFFCPU); ALLOC: alloc_space */
+	uint64_t nanos;
+	uint64_t first;		/* arrival number of the first (collector's) */
 	uint64_t inuse_count;	/* ALLOC only: inuse_objects */
 	uint64_t inuse_bytes;	/* ALLOC only: inuse_space */
 };

@@ -71,6 +71,7 @@
 #include "collect.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
+#include "peer.h"
 #include "serve.h"
 #include "session.h"
 #include "stream.h"
@@ -324,6 +325,14 @@ struct serve {
 	uint64_t every_ns;	/* record --every: rotate windows */
 	const char *out_dir;
 	unsigned int files_failed;
+	struct sockaddr_storage local;	/* the listener's, for check_peer */
+	int check_peer;
+	int remote_ok;
+	uid_t allow[PLABEL_SERVE_MAX_ALLOW];
+	unsigned int nallow;
+	uint64_t refused;	/* connections not taken */
+	uint64_t refused_said;	/* of them, told on stderr */
+	uint64_t refused_ns;	/* when last told */
 
 	/* the reader's */
 	struct serve_log log;
@@ -962,12 +971,11 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	for (k = 0; k < PLABEL_PROF_NKINDS && !ret; k++) {
 		const char *file = plabel_kinds[k].file;
 		const char *dot = strchr(file, '.');
-		int n;
 
-		/* the heap only for record --heap, which has no --every */
+		/* (--every records no optional kind: off-CPU, wall, heap) */
 		if (plabel_kinds[k].optional)
 			continue;
-		n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
+		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
 						     (int)strlen(file)),
 				 file, stamp, dot ? dot : "");
@@ -1247,6 +1255,55 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 	return MHD_YES;
 }
 
+/*
+ * Profiles show the names, stacks and labels of every process sampled,
+ * so of this host's users only those who could read them anyway take
+ * them: root, the server's own user, and --allow-user's. Anything else
+ * is closed at once, before it holds a connection slot; one line on
+ * stderr says so, at most every 10 s. Called on MHD's one polling
+ * thread only.
+ */
+static enum MHD_Result serve_accept(void *cls, const struct sockaddr *addr,
+				    socklen_t addrlen)
+{
+	struct serve *srv = cls;
+	uid_t uid = (uid_t)-1;
+	unsigned int i;
+	uint64_t now;
+	int ret;
+
+	(void)addrlen;
+	if (!srv->check_peer)
+		return MHD_YES;
+	ret = plabel_peer_uid((const struct sockaddr *)&srv->local, addr, &uid);
+	if (ret == -ENOENT && srv->remote_ok)
+		return MHD_YES;	/* not on this host */
+	if (!ret) {
+		if (uid == 0 || uid == geteuid())
+			return MHD_YES;
+		for (i = 0; i < srv->nallow; i++)
+			if (uid == srv->allow[i])
+				return MHD_YES;
+	}
+	srv->refused++;
+	now = serve_now_ns();
+	if (srv->refused_said && now - srv->refused_ns < 10000000000ULL)
+		return MHD_NO;
+	if (ret)
+		fprintf(stderr, "plabel serve: refused a connection: its owner is unknown (%s)",
+			strerror(-ret));
+	else
+		fprintf(stderr, "plabel serve: refused a connection from uid %u: only root, uid %u and --allow-user users read profiles",
+			(unsigned int)uid, (unsigned int)geteuid());
+	if (srv->refused - srv->refused_said > 1)
+		fprintf(stderr, " (%" PRIu64 " refused since the last report)",
+			srv->refused - srv->refused_said);
+	fputc('\n', stderr);
+	srv->refused_said = srv->refused;
+	srv->refused_ns = now;
+	return MHD_NO;
+}
+
 static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 				     const char *url, const char *method,
 				     const char *version,
@@ -1331,7 +1388,8 @@ void plabel_serve_usage(FILE *f)
 {
 	fputs("usage: plabel serve [--listen HOST:PORT | --unix PATH] [-a | -p PID[,PID..]]\n"
 	      "                    [-F HZ] [-g fp|dwarf] [--max-seconds N] [--max-requests N]\n"
-	      "                    [--sanitize-labels] [--allow-remote]\n"
+	      "                    [--sanitize-labels] [--allow-user USER[,USER..]]\n"
+	      "                    [--allow-remote]\n"
 	      "\n"
 	      "Sample for as long as it runs and serve labeled profiles over HTTP\n"
 	      "on Go's net/http/pprof paths, for go tool pprof, Parca, Grafana Alloy\n"
@@ -1344,12 +1402,16 @@ void plabel_serve_usage(FILE *f)
 	      "Other Go paths (allocs, heap, block, mutex, goroutine) answer 404\n"
 	      "with the reason. One line on stderr says where it listens; SIGINT\n"
 	      "or SIGTERM stops it (exit status 0). A profile shows the names,\n"
-	      "stacks and labels of every process sampled: keep it on loopback.\n"
+	      "stacks and labels of every process sampled: keep it on loopback,\n"
+	      "where it takes connections only from root, its own user and\n"
+	      "--allow-user's users, and closes the others'.\n"
 	      "\n"
 	      "  -l, --listen ADDR      HOST:PORT, [IPV6]:PORT or :PORT (default\n"
 	      "                         " PLABEL_SERVE_DEFAULT_LISTEN "); port 0 picks a free one\n"
 	      "  -u, --unix PATH        a Unix socket instead, mode 0600\n"
-	      "      --allow-remote     allow a --listen address that is not loopback\n"
+	      "      --allow-user USERS these users' connections too (names or uids)\n"
+	      "      --allow-remote     allow a --listen address that is not loopback:\n"
+	      "                         anyone who reaches it reads profiles\n"
 	      "  -a, --all-cpus         every process on the system (the default)\n"
 	      "  -p, --pid PID[,PID..]  these processes (and threads) only\n"
 	      "  -F, --freq HZ          samples per second per CPU, 1.." PLABEL_STR(PLABEL_MAX_SAMPLE_HZ) "\n"
@@ -1361,22 +1423,6 @@ void plabel_serve_usage(FILE *f)
 	      "                         span and trace ids as span_id and trace_id\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
-}
-
-static int serve_parse_uint(const char *arg, unsigned int lo, unsigned int hi,
-			    unsigned int *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (*arg < '0' || *arg > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* A listening TCP socket on ss; -1 after one message. */
@@ -1651,6 +1697,21 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	pthread_cond_init(&srv->gone, NULL);
+	if (cfg->check_peer) {
+		socklen_t len = sizeof(srv->local);
+
+		/* the port bound, which --listen's :0 does not say */
+		if (getsockname(listen_fd, (struct sockaddr *)&srv->local,
+				&len)) {
+			fprintf(stderr, "plabel serve: getsockname: %s\n",
+				strerror(errno));
+			goto out;
+		}
+		srv->check_peer = 1;
+		srv->remote_ok = cfg->remote_ok;
+		srv->nallow = cfg->nallow;
+		memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof(uid_t));
+	}
 	srv->rbuf = malloc(PLABEL_SERVE_READ_BUF);
 	if (!srv->rbuf || pipe2(srv->wake, O_CLOEXEC | O_NONBLOCK)) {
 		fprintf(stderr, "plabel serve: out of memory\n");
@@ -1692,7 +1753,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	}
 	srv->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 				    MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME,
-				    0, NULL, NULL, serve_handler, srv,
+				    0, serve_accept, srv, serve_handler, srv,
 				    MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				    MHD_OPTION_CONNECTION_TIMEOUT,
 				    (unsigned int)PLABEL_SERVE_CONN_TIMEOUT_S,
@@ -1752,6 +1813,7 @@ int plabel_cmd_serve(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "unix", required_argument, NULL, 'u' },
 		{ "allow-remote", no_argument, NULL, 'R' },
+		{ "allow-user", required_argument, NULL, 'U' },
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -1764,7 +1826,9 @@ int plabel_cmd_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static int32_t pids[PLABEL_MAX_PIDS];
+	static uid_t allow[PLABEL_SERVE_MAX_ALLOW];
 	struct plabel_serve_cfg cfg = {
+		.allow = allow,
 		.max_seconds = PLABEL_SERVE_MAX_SECONDS,
 		.max_requests = PLABEL_SERVE_MAX_REQUESTS,
 	};
@@ -1775,6 +1839,7 @@ int plabel_cmd_serve(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen = 0;
 	uint32_t npids = 0;
+	unsigned long ul;
 	const char *why;
 	char shown[256];
 
@@ -1791,6 +1856,18 @@ int plabel_cmd_serve(int argc, char **argv)
 			break;
 		case 'R':
 			remote = 1;
+			break;
+		case 'U':
+			ret = plabel_serve_parse_users(optarg, allow,
+						       &cfg.nallow,
+						       PLABEL_SERVE_MAX_ALLOW);
+			if (ret) {
+				fprintf(stderr, ret == -ENOENT ?
+					"plabel serve: bad --allow-user '%s': no such user\n" :
+					"plabel serve: bad --allow-user '%s': user names or uids, comma-separated, at most " PLABEL_STR(PLABEL_SERVE_MAX_ALLOW) "\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'a':
 			all = 1;
@@ -1817,20 +1894,20 @@ int plabel_cmd_serve(int argc, char **argv)
 			}
 			break;
 		case 'S':
-			if (serve_parse_uint(optarg, 1, 86400,
-					     &cfg.max_seconds)) {
+			if (plabel_parse_ulong(optarg, 1, 86400, &ul)) {
 				fprintf(stderr, "plabel serve: bad --max-seconds '%s' (1..86400)\n",
 					optarg);
 				return 2;
 			}
+			cfg.max_seconds = ul;
 			break;
 		case 'M':
-			if (serve_parse_uint(optarg, 1, 1024,
-					     &cfg.max_requests)) {
+			if (plabel_parse_ulong(optarg, 1, 1024, &ul)) {
 				fprintf(stderr, "plabel serve: bad --max-requests '%s' (1..1024)\n",
 					optarg);
 				return 2;
 			}
+			cfg.max_requests = ul;
 			break;
 		case 'Z':
 			cfg.sanitize = 1;
@@ -1872,6 +1949,19 @@ int plabel_cmd_serve(int argc, char **argv)
 				listen_arg);
 			return 2;
 		}
+		if (plabel_serve_is_wildcard((struct sockaddr *)&ss)) {
+			if (cfg.nallow) {
+				fprintf(stderr, "plabel serve: --allow-user needs a --listen address that is not a wildcard: on %s local users cannot be told from remote ones\n",
+					listen_arg);
+				return 2;
+			}
+		} else {
+			cfg.check_peer = 1;
+			cfg.remote_ok = remote;
+		}
+	} else if (cfg.nallow) {
+		fprintf(stderr, "plabel serve: --allow-user is for --listen: a --unix socket is its owner's (mode 0600)\n");
+		return 2;
 	}
 
 	fd = plabel_open_device();

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "plabel_uapi.h"
 
@@ -18,6 +19,7 @@
 #define PLABEL_SERVE_MAX_SECONDS	300	/* --max-seconds default */
 #define PLABEL_SERVE_MAX_REQUESTS	8	/* --max-requests default */
 #define PLABEL_SERVE_MAX_FILTER_LABELS	8	/* label= in one request */
+#define PLABEL_SERVE_MAX_ALLOW		16	/* --allow-user users */
 
 /*
  * --listen HOST:PORT, [V6HOST]:PORT or :PORT (every address). HOST is a
@@ -29,6 +31,15 @@ int plabel_serve_parse_listen(const char *arg, struct sockaddr_storage *ss,
 
 /* 1 when sa is a loopback address (127.0.0.0/8, ::1, ::ffff:127.x). */
 int plabel_serve_is_loopback(const struct sockaddr *sa);
+/* 1 when sa is 0.0.0.0 or ::, which listen on every address. */
+int plabel_serve_is_wildcard(const struct sockaddr *sa);
+/*
+ * Append the users of arg (names or uids, comma-separated) to uids[*n];
+ * -EINVAL when it is empty, malformed or over max, -ENOENT for a name
+ * no user has.
+ */
+int plabel_serve_parse_users(const char *arg, uid_t *uids, unsigned int *n,
+			     unsigned int max);
 
 /* What a request's path is. */
 enum plabel_serve_route {
@@ -99,6 +110,17 @@ struct plabel_serve_cfg {
 	 */
 	uint64_t every_ns;
 	const char *out_dir;
+	/*
+	 * On a listener whose address is not a wildcard: a connection from
+	 * this host is taken only from root, the server's user or one of
+	 * allow[] (see tools/peer.h); one from elsewhere only with
+	 * remote_ok. 0: anyone who can connect (a wildcard address, a Unix
+	 * socket, tests).
+	 */
+	int check_peer;
+	const uid_t *allow;
+	unsigned int nallow;
+	int remote_ok;		/* a peer not on this host is taken */
 	uint64_t duration_ns;
 	const int32_t *watch;
 	uint32_t nwatch;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,52 @@ int plabel_serve_is_loopback(const struct sockaddr *sa)
 		return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127;
 	}
 	return 0;
+}
+
+int plabel_serve_is_wildcard(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)sa)
+			       ->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(
+			&((const struct sockaddr_in6 *)(const void *)sa)
+				 ->sin6_addr);
+	return 0;
+}
+
+int plabel_serve_parse_users(const char *arg, uid_t *uids, unsigned int *n,
+			     unsigned int max)
+{
+	char name[256];
+	const char *p = arg;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		struct passwd pw, *res = NULL;
+		char buf[4096], *end;
+		unsigned long v;
+
+		if (!len || len >= sizeof(name) || *n >= max)
+			return -EINVAL;
+		memcpy(name, p, len);
+		name[len] = 0;
+		errno = 0;
+		v = strtoul(name, &end, 10);
+		if (name[0] >= '0' && name[0] <= '9' && !*end && !errno &&
+		    v < (uid_t)-1) {
+			uids[(*n)++] = v;
+		} else if (!getpwnam_r(name, &pw, buf, sizeof(buf), &res) &&
+			   res) {
+			uids[(*n)++] = res->pw_uid;
+		} else {
+			return -ENOENT;
+		}
+		p += len;
+		if (*p == ',' && !*++p)
+			return -EINVAL;
+	}
+	return *n ? 0 : -EINVAL;
 }
 
 /*

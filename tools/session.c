@@ -34,7 +34,8 @@ int plabel_parse_pids(const char *arg, int32_t *pids, uint32_t *n)
 	return *n ? 0 : -EINVAL;
 }
 
-int plabel_parse_hz(const char *arg, unsigned long *hz)
+int plabel_parse_ulong(const char *arg, unsigned long lo, unsigned long hi,
+		       unsigned long *out)
 {
 	unsigned long v;
 	char *end;
@@ -43,10 +44,15 @@ int plabel_parse_hz(const char *arg, unsigned long *hz)
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(arg, &end, 10);
-	if (errno || *end || !v || v > PLABEL_MAX_SAMPLE_HZ)
+	if (errno || *end || v < lo || v > hi)
 		return -EINVAL;
-	*hz = v;
+	*out = v;
 	return 0;
+}
+
+int plabel_parse_hz(const char *arg, unsigned long *hz)
+{
+	return plabel_parse_ulong(arg, 1, PLABEL_MAX_SAMPLE_HZ, hz);
 }
 
 int plabel_parse_callchain(const char *arg, uint32_t *mode)
@@ -89,8 +95,10 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 	sa.sample_hz = o->hz;
 	sa.record = PLABEL_RECORD_KERNEL;
 	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
-		if (!plabel_kinds[i].optional)
+		if (!plabel_kinds[i].optional ||
+		    (o->record & plabel_kinds[i].record_flag))
 			sa.record |= plabel_kinds[i].record_flag;
+	sa.offcpu_min_us = o->offcpu_min_us;
 	if (o->heap_bytes) {
 		sa.record |= PLABEL_RECORD_HEAP;
 		sa.heap_bytes = o->heap_bytes;

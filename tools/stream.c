@@ -94,8 +94,7 @@ static int dec_sample(struct plabel_dec_rec *rec)
 	if (!rec->u.sample.has_regs) {
 		if (s->stack_size)
 			return -EBADMSG;
-		memset(rec->u.sample.regs, 0, sizeof(rec->u.sample.regs));
-		return 0;
+		return 0;	/* (regs are not to be read then) */
 	}
 	if (sizeof(rec->u.sample.regs) > rec->size - off)
 		return -EBADMSG;
@@ -167,6 +166,16 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		break;
 	case PLABEL_REC_FREE:
 		ret = dec_fixed(rec, &rec->u.free, sizeof(rec->u.free));
+		break;
+	case PLABEL_REC_OFFCPU:
+		ret = dec_sample(rec);
+		break;
+	case PLABEL_REC_OFFCPU_END:
+		ret = dec_fixed(rec, &rec->u.offcpu_end,
+				sizeof(rec->u.offcpu_end));
+		if (!ret && rec->u.offcpu_end.time_ns <
+			    rec->u.offcpu_end.out_ns)
+			ret = -EBADMSG;
 		break;
 	case PLABEL_REC_LOST:
 		ret = dec_fixed(rec, &rec->u.lost, sizeof(rec->u.lost));

@@ -12,13 +12,13 @@
 #include "table.h"
 
 /*
- * A sample the collector holds, not merged yet: 32 bytes, as at 10 kHz on
- * 64 CPUs it holds over a million. Weighing reads its thread, time,
- * periods and value, and sets value to its nanoseconds.
+ * A sample the collector holds, not merged yet: 40 bytes. Weighing reads
+ * its thread, time, periods and value, and sets value to its nanoseconds.
  */
 struct plabel_csample {
 	uint64_t time_ns;
 	uint64_t value;
+	uint64_t seq;		/* its number in arrival order */
 	uint32_t tid;
 	uint32_t chain;		/* index into chains */
 	uint32_t src;		/* the collector's index of its pid and set */
@@ -27,11 +27,18 @@ struct plabel_csample {
 	uint8_t flags;		/* PLABEL_CS_* */
 };
 
-_Static_assert(sizeof(struct plabel_csample) == 32, "a held sample grew");
+_Static_assert(sizeof(struct plabel_csample) == 40, "a held sample grew");
 
-/* flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool */
+/*
+ * flags: a THREAD record (else a SAMPLE); its snapshot waits in the spool;
+ * an OFFCPU record (value: the wait's nanoseconds, weighed), its wait kind
+ * (enum plabel_wait_kind) in the bits of PLABEL_CS_WAIT_MASK
+ */
 #define PLABEL_CS_THREAD	(1U << 0)
 #define PLABEL_CS_PENDING	(1U << 1)
+#define PLABEL_CS_OFFCPU	(1U << 2)
+#define PLABEL_CS_WAIT_SHIFT	4
+#define PLABEL_CS_WAIT_MASK	(0xfU << PLABEL_CS_WAIT_SHIFT)
 
 static inline uint32_t plabel_csample_periods(const struct plabel_csample *s)
 {

@@ -141,6 +141,7 @@ enum plabel_callchain {
 #define PLABEL_RECORD_CPU	(1U << 0)	/* CPU samples */
 #define PLABEL_RECORD_THREADS	(1U << 1)	/* thread/process creation */
 #define PLABEL_RECORD_KERNEL	(1U << 2)	/* kernel call chains too */
+/* PLABEL_RECORD_OFFCPU: see "Off-CPU records" below */
 
 #define PLABEL_MAX_PIDS		1024
 
@@ -170,6 +171,13 @@ struct plabel_session_start_args {
 	__u32 max_stack;	/* 0: kernel.plabel.max_stack */
 	__u32 stack_size;	/* dwarf snapshot bytes, 0: kernel.plabel.stack_size */
 	__u32 pad;		/* must be 0 */
+	/*
+	 * With PLABEL_RECORD_OFFCPU: the shortest wait that gets an
+	 * OFFCPU_END record, microseconds; 0: kernel.plabel.offcpu_min_us.
+	 * Must be 0 without PLABEL_RECORD_OFFCPU.
+	 */
+	__u32 offcpu_min_us;
+	__u32 pad2;		/* must be 0 */
 	/* with PLABEL_RECORD_HEAP: mean bytes between heap samples */
 	__u64 heap_bytes;	/* 0: PLABEL_HEAP_BYTES_DEFAULT */
 };
@@ -201,6 +209,7 @@ enum plabel_rec_type {
 	PLABEL_REC_MMAP = 6,		/* struct plabel_rec_mmap */
 	PLABEL_REC_EXEC = 7,		/* struct plabel_rec_exec */
 	PLABEL_REC_COMM = 8,		/* struct plabel_rec_comm */
+	/* 16, 17: off-CPU records, see below */
 };
 
 struct plabel_rec_header {
@@ -291,6 +300,10 @@ struct plabel_rec_sample {
 		 * Differences between one thread's samples weigh them.
 		 */
 		__u64 cpu_ns;
+		struct {	/* OFFCPU */
+			__u32 wait_kind;	/* enum plabel_wait_kind */
+			__u32 wait_state;	/* the task state it left in */
+		};
 	};
 	__u16 nr_kernel;
 	__u16 nr_user;
@@ -353,6 +366,63 @@ struct plabel_rec_comm {
 };
 
 /*
+ * ---- Off-CPU records ----
+ *
+ * All numbers of this part in one place: the record mask bit, the record
+ * types, and the wait kinds.
+ *
+ * A session with PLABEL_RECORD_OFFCPU in its record mask writes, for each
+ * thread it follows that leaves a CPU (it sleeps, waits for I/O, a
+ * futex, ..., or it is preempted: PLABEL_WAIT_PREEMPTED):
+ *
+ *   PLABEL_REC_OFFCPU at the switch-out, in the thread's own context:
+ *     struct plabel_rec_sample, laid out and followed like a SAMPLE's
+ *     (labels, user call chain, registers and stack snapshot as for a
+ *     THREAD record: in fp mode too, at most 2 KiB of it; kernel chain
+ *     with PLABEL_RECORD_KERNEL). time_ns is the switch-out time,
+ *     wait_kind and wait_state say how it left.
+ *   PLABEL_REC_OFFCPU_END when that thread next runs (in the scheduler of
+ *     the CPU it runs on): struct plabel_rec_offcpu_end, out_ns the
+ *     time_ns of its OFFCPU record, only when the wait took at least the
+ *     session's offcpu_min_us.
+ *
+ * A reader joins the two on (tid, out_ns); they may come from different
+ * CPUs' rings in either order. An OFFCPU record with no END is a wait
+ * shorter than the minimum, or one still going on at the session's stop.
+ * A wait whose OFFCPU record was dropped (counted as a lost record) gets
+ * no END either.
+ */
+#define PLABEL_RECORD_OFFCPU	(1U << 8)	/* off-CPU intervals */
+
+#define PLABEL_REC_OFFCPU	16	/* struct plabel_rec_sample */
+#define PLABEL_REC_OFFCPU_END	17	/* plabel_rec_offcpu_end */
+
+/* Why a thread left its CPU (struct plabel_rec_sample.wait_kind). */
+enum plabel_wait_kind {
+	PLABEL_WAIT_OTHER = 0,	/* none of the below */
+	PLABEL_WAIT_SLEEP = 1,	/* nanosleep(), clock_nanosleep(),
+				 * pause() */
+	PLABEL_WAIT_IO = 2,	/* block I/O (iowait), or a file descriptor
+				 * call: read(), write(), recv(), poll(), ... */
+	PLABEL_WAIT_FUTEX = 3,	/* futex(): a mutex, condition variable,
+				 * join */
+	PLABEL_WAIT_PREEMPTED = 4,	/* runnable: preempted, or yielded */
+};
+
+/* The longest offcpu_min_us (kernel.plabel.offcpu_min_us too): 10 s. */
+#define PLABEL_MAX_OFFCPU_MIN_US	10000000
+
+struct plabel_rec_offcpu_end {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;		/* CLOCK_MONOTONIC when tid ran again */
+	__u64 out_ns;		/* time_ns of its OFFCPU record */
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u32 cpu;		/* where it ran again */
+	__u32 pad;
+};
+
+/*
  * ---- Heap profiling (ALLOC and FREE records) ----
  *
  * Every number the heap profile adds to this interface is in this block:
@@ -367,7 +437,7 @@ struct plabel_rec_comm {
  * the smallest heap_bytes of the running heap sessions, 0 when there is
  * none; the rest of the page is zero.
  */
-#define PLABEL_RECORD_HEAP	(1U << 8)	/* ALLOC and FREE records */
+#define PLABEL_RECORD_HEAP	(1U << 9)	/* ALLOC and FREE records */
 
 #define PLABEL_HEAP_BYTES_DEFAULT	(512U << 10)
 #define PLABEL_HEAP_BYTES_MAX		(1ULL << 40)
@@ -412,8 +482,8 @@ struct plabel_heap_args {
 #define PLABEL_IOC_HEAP_ALLOC	_IOW(PLABEL_IOC_MAGIC, 0x20, struct plabel_heap_args)
 #define PLABEL_IOC_HEAP_FREE	_IOW(PLABEL_IOC_MAGIC, 0x21, struct plabel_heap_args)
 
-#define PLABEL_REC_ALLOC	16	/* plabel_rec_sample + plabel_rec_alloc */
-#define PLABEL_REC_FREE		17	/* struct plabel_rec_free */
+#define PLABEL_REC_ALLOC	18	/* plabel_rec_sample + plabel_rec_alloc */
+#define PLABEL_REC_FREE		19	/* struct plabel_rec_free */
 
 #define PLABEL_LOST_FREES	16	/* FREE records dropped on cpu */
 

@@ -7,7 +7,8 @@
 # label sets were made before any window opened; two fetches at once;
 # the pid= and label= filters; threadcreate; the bad requests, the 503 of
 # --max-requests, a stalled client (curl, python3); SIGTERM ending it with
-# exit status 0; --unix with a 0600 socket.
+# exit status 0; another user's connection closed and --allow-user;
+# --unix with a 0600 socket.
 
 E2E_NAME=serve
 . tests/e2e/lib/common.sh
@@ -66,6 +67,13 @@ t_ok "--listen with a bad port: exit 2" sh -c \
 	'"$1" serve --listen 127.0.0.1:99999 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 t_ok "--unix with --listen: exit 2" sh -c \
 	'"$1" serve --listen 127.0.0.1:1 --unix /tmp/x 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
+t_ok "--allow-user with no such user: exit 2" sh -c \
+	'"$1" serve --allow-user no-such-user-here 2>"$2"; [ $? -eq 2 ] && grep -q "no such user" "$2"' \
+	- "$PLABEL" "$E2E_OUT/allow.err"
+t_ok "--allow-user with --unix: exit 2" sh -c \
+	'"$1" serve --unix /tmp/x --allow-user nobody 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
+t_ok "--allow-user on a wildcard address: exit 2" sh -c \
+	'"$1" serve --listen 0.0.0.0:1 --allow-remote --allow-user nobody 2>/dev/null; [ $? -eq 2 ]' - "$PLABEL"
 
 # --- the labeled workload, then the server ---
 "$E2E_BIN/alternate" 120000 >"$E2E_OUT/alt.log" 2>&1 &
@@ -152,6 +160,13 @@ t_ok "threadcreate: two creations under phase=spawn" \
 
 # bad requests; sampling goes on
 t_ok "index: 200" test "$(code "$URL/")" = 200
+# another user's connection is closed unanswered, and serve says why
+t_ok "uid 65534: no answer" test "$(setpriv --reuid=65534 --regid=65534 \
+	--clear-groups curl -s -o /dev/null -w '%{http_code}' \
+	"$URL/profile?seconds=1")" = 000
+t_ok "uid 65534: refused, on stderr" \
+	grep -q "refused a connection from uid 65534" "$E2E_OUT/serve.log"
+t_ok "root still answered" test "$(code "$URL/")" = 200
 t_ok "seconds=abc: 400" test "$(code "$URL/profile?seconds=abc")" = 400
 t_ok "seconds=-1: 400" test "$(code "$URL/profile?seconds=-1")" = 400
 t_ok "seconds over --max-seconds: 400" test "$(code "$URL/profile?seconds=61")" = 400
@@ -244,6 +259,17 @@ t_ok "SIGTERM: exit status 0" test "$rc" = 0
 t_ok "SIGTERM: the open window gets 503" test "$(cat "$E2E_OUT/term.code")" = 503
 t_ok "the session is gone: a recording can start" \
 	e2e_record "$E2E_OUT/after" --duration 0.5 -a
+
+# --allow-user: that user's connections are taken
+start_serve "$E2E_OUT/allow.log" --listen 127.0.0.1:0 -F 100 \
+	--allow-user nobody
+t_ok "--allow-user nobody: uid 65534 answered" test "$(setpriv \
+	--reuid=65534 --regid=65534 --clear-groups \
+	curl -s -o /dev/null -w '%{http_code}' \
+	"http://127.0.0.1:$PORT/debug/pprof/")" = 200
+kill -INT "$SRV"
+wait "$SRV"
+SRV=
 
 # --unix: mode 0600, served there
 sock=/tmp/plabel-serve-e2e.sock

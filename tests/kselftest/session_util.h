@@ -306,7 +306,8 @@ static inline void su_check(struct su_stream *st)
 			break;
 		}
 		case PLABEL_REC_SAMPLE:
-		case PLABEL_REC_THREAD: {
+		case PLABEL_REC_THREAD:
+		case PLABEL_REC_OFFCPU: {
 			struct plabel_rec_sample *s = (void *)h;
 
 			need = sizeof(*s);
@@ -345,6 +346,9 @@ static inline void su_check(struct su_stream *st)
 			break;
 		case PLABEL_REC_COMM:
 			need = sizeof(struct plabel_rec_comm);
+			break;
+		case PLABEL_REC_OFFCPU_END:
+			need = sizeof(struct plabel_rec_offcpu_end);
 			break;
 		default:
 			st->bad++;

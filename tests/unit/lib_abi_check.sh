@@ -4,8 +4,10 @@
 # libplabel ABI check: the shared library's soname, that every exported
 # symbol carries a version from libplabel.map, and that the exported
 # symbols, the map's global names and the header's PLABEL_API functions
-# are the same three lists. Runs from the checkout (make check) or from
-# build/tests/unit.
+# are the same three lists (plus the variables outside formats name, which
+# the header does not declare: otel_thread_ctx_v1, the TLS pointer of
+# OTEP 4947, checked to be an 8-byte global TLS symbol). Runs from the
+# checkout (make check) or from build/tests/unit.
 here=$(cd "$(dirname "$0")" && pwd)
 for d in . "$here/../../.." "$here/../.."; do
 	[ -f "$d/libplabel/plabel.h" ] && cd "$d" && break
@@ -69,7 +71,18 @@ sed -e 's,/\*.*\*/,,' "$MAP" | awk '
 awk '/^PLABEL_API/ { decl = 1; s = "" }
      decl { s = s " " $0; if ($0 ~ /;/) { decl = 0; print s } }' "$HDR" |
 	sed 's/(.*//; s/.*[ *]\([A-Za-z_][A-Za-z0-9_]*\)$/\1/' |
-	sort -u > "$TMP/hdr"
+	sort -u > "$TMP/hdr.fn"
+# Exported variables that outside formats name (Documentation/otel.rst).
+printf '%s\n' otel_thread_ctx_v1 | sort -u - "$TMP/hdr.fn" > "$TMP/hdr"
+
+tls=$(readelf --dyn-syms -W "$SO" |
+	awk '$8 ~ /^otel_thread_ctx_v1@@PLABEL_1\.1$/ { print $3, $4, $5, $6 }')
+if [ "$tls" = "8 TLS GLOBAL DEFAULT" ]; then
+	t_pass "otel_thread_ctx_v1 is an exported 8-byte TLS symbol"
+else
+	t_fail "otel_thread_ctx_v1 is an exported 8-byte TLS symbol" \
+		"dynsym: '$tls'"
+fi
 
 if [ -s "$TMP/map" ] && cmp -s "$TMP/map" "$TMP/exported"; then
 	t_pass "exported symbols equal the map's global names"

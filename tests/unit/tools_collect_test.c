@@ -537,6 +537,135 @@ TEST(weigh_by_thread_cpu_time)
 	plabel_syms_free(syms);
 }
 
+/* An OFFCPU record of tid (pid 10) leaving at t_ms, kind kind. */
+static void oc_out(struct sbuf *b, uint64_t set, uint32_t tid, uint64_t t_ms,
+		   uint32_t kind, const uint64_t *ips)
+{
+	struct plabel_rec_sample *s;
+
+	s = sb_sample(b, PLABEL_REC_OFFCPU, set, 10, ips, 0, 1);
+	s->flags = 0;
+	s->tid = tid;
+	s->time_ns = t_ms * 1000000;
+	s->wait_kind = kind;
+}
+
+/*
+ * OFFCPU records meet their ENDs in either order; one without an END (a
+ * short wait) or an END without its OFFCPU record (it was lost) count for
+ * nothing; waits go to offcpu.pb.gz by wait kind and to wall.pb.gz with
+ * the CPU samples weighed by their CPU time; time preempted to wall.pb.gz
+ * only.
+ */
+TEST(offcpu_joined_and_weighed)
+{
+	static const char *const kva[] = { "w", "a" };
+	static const char *const kvb[] = { "w", "b" };
+	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
+	int64_t off_n[2] = { 0 }, off_ns[2] = { 0 }, wall_ns[2] = { 0 };
+	int64_t sleep_ns = 0, io_ns = 0, futex_ns = 0;
+	struct plabel_prof_sample_info si;
+	struct plabel_collect_stats st;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	static struct sbuf b;
+	size_t i, k;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	sb_labelset(&b, 1, kva, 1);
+	sb_labelset(&b, 2, kvb, 1);
+	/* tid 11 (w=a): a period of CPU, then 3 ms more */
+	wt_sample(&b, 1, 11, 90, 500000, ips);
+	wt_sample(&b, 1, 11, 99, 503000, ips);
+	/* 30 ms asleep, OFFCPU first */
+	oc_out(&b, 1, 11, 100, PLABEL_WAIT_SLEEP, ips);
+	sb_offcpu_end(&b, 10, 11, 100000000, 130000000);
+	/* a short wait: no END */
+	oc_out(&b, 1, 11, 140, PLABEL_WAIT_IO, ips);
+	/* 5 ms in read(): END and OFFCPU in separate buffers, END first */
+	sb_offcpu_end(&b, 10, 11, 150000000, 155000000);
+	/* tid 12 (w=b): 10 ms on a futex, END first */
+	sb_offcpu_end(&b, 10, 12, 200000000, 210000000);
+	/* 5 ms preempted: in wall, not in offcpu */
+	oc_out(&b, 2, 12, 220, PLABEL_WAIT_PREEMPTED, ips);
+	sb_offcpu_end(&b, 10, 12, 220000000, 225000000);
+	/* an END whose OFFCPU record was lost */
+	sb_offcpu_end(&b, 10, 13, 50000000, 70000000);
+
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	b.len = 0;
+	oc_out(&b, 2, 12, 200, PLABEL_WAIT_FUTEX, ips);
+	oc_out(&b, 1, 11, 150, PLABEL_WAIT_IO, ips);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(4, st.waits);
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
+
+	ASSERT_EQ(2, plabel_prof_num_values(profs[PLABEL_PROF_OFFCPU]));
+	i = plabel_prof_default_index(profs[PLABEL_PROF_OFFCPU]);
+	EXPECT_STREQ("off-cpu",
+		     plabel_prof_sample_type(profs[PLABEL_PROF_OFFCPU], i).type);
+	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_OFFCPU]);
+	     i++) {
+		const struct plabel_prof_label *w, *wait;
+
+		plabel_prof_get_sample(profs[PLABEL_PROF_OFFCPU], i, &si);
+		w = find_label(&si, "w");
+		wait = find_label(&si, "wait");
+		ASSERT_NE(NULL, w);
+		ASSERT_NE(NULL, wait);
+		k = w->value[0] - 'a';
+		ASSERT_GT(2u, k);
+		off_n[k] += si.values[0];
+		off_ns[k] += si.values[1];
+		if (!strcmp(wait->value, "sleep"))
+			sleep_ns += si.values[1];
+		else if (!strcmp(wait->value, "io"))
+			io_ns += si.values[1];
+		else if (!strcmp(wait->value, "futex"))
+			futex_ns += si.values[1];
+	}
+	EXPECT_EQ(2, off_n[0]);
+	EXPECT_EQ(35000000, off_ns[0]);
+	EXPECT_EQ(1, off_n[1]);
+	EXPECT_EQ(10000000, off_ns[1]);
+	EXPECT_EQ(30000000, sleep_ns);
+	EXPECT_EQ(5000000, io_ns);
+	EXPECT_EQ(10000000, futex_ns);
+
+	/* wall: 10 + 3 ms on the CPU and 35 ms off it; 10 + 5 ms for b */
+	ASSERT_EQ(1, plabel_prof_num_values(profs[PLABEL_PROF_WALL]));
+	EXPECT_STREQ("wall", plabel_prof_sample_type(profs[PLABEL_PROF_WALL],
+						     0).type);
+	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_WALL]); i++) {
+		const struct plabel_prof_label *w;
+
+		plabel_prof_get_sample(profs[PLABEL_PROF_WALL], i, &si);
+		w = find_label(&si, "w");
+		ASSERT_NE(NULL, w);
+		k = w->value[0] - 'a';
+		ASSERT_GT(2u, k);
+		wall_ns[k] += si.values[0];
+	}
+	EXPECT_EQ(48000000, wall_ns[0]);
+	EXPECT_EQ(15000000, wall_ns[1]);
+	/* the CPU profile is as it was: both samples, 13 ms */
+	ASSERT_EQ(1, plabel_prof_num_samples(profs[PLABEL_PROF_CPU]));
+	plabel_prof_get_sample(profs[PLABEL_PROF_CPU], 0, &si);
+	EXPECT_EQ(2, si.values[0]);
+	EXPECT_EQ(13000000, si.values[1]);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* Mappings belong to an exec generation: an EXEC ends the earlier ones. */
 TEST(aggregate_exec_generations)
 {

@@ -4,7 +4,9 @@
  * blocks of held samples that can hold settled ones, yet a late sample,
  * stamped long before the samples around it, is merged with the others
  * wherever it lies; what stays held is exactly what is not settled; and
- * no sample is lost or counted twice as the held ones move about.
+ * no sample is lost or counted twice as the held ones move about; the
+ * collector's own watermark merges what every CPU's records have passed,
+ * giving the profile of the samples held to the end.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -177,6 +179,125 @@ TEST_F(held, held_samples_move_on_without_loss)
 	ASSERT_EQ(0, h_finish(c, &nsamples, &total));
 	EXPECT_EQ(1, nsamples);
 	EXPECT_EQ((int64_t)n, total);
+}
+
+/*
+ * The watermark: W_N samples from two CPUs (as many as the STREAM record
+ * counts), each CPU's in time order, the CPUs' runs interleaved and a run
+ * apart, over 6 chains and 4 threads with their CPU times.
+ * ncpus is what the STREAM record says; settle: plabel_collect_settled()
+ * after each buffer at time 0, which settles nothing by itself.
+ * 0 or the collector's error; *max_held the most held after a buffer.
+ */
+#define W_N	200000
+#define W_RUN	32
+
+static int w_feed(struct plabel_collect *c, struct sbuf *b, uint32_t ncpus,
+		  int settle, uint64_t *max_held)
+{
+	struct plabel_collect_stats st;
+	struct plabel_rec_stream *rs;
+	uint64_t i;
+	int ret;
+
+	*max_held = 0;
+	b->len = 0;
+	sb_stream(b, 100000);
+	rs = (struct plabel_rec_stream *)b->data;
+	rs->ncpus = ncpus;
+	for (i = 0; i < W_N; i++) {
+		/* runs of W_RUN of one CPU; CPU 1's a run behind CPU 0's */
+		uint64_t run = i / W_RUN, cpu = run % 2, k = i % W_RUN;
+		uint64_t t = H_T0 + ((run / 2 + cpu) * W_RUN + k) * H_STEP;
+		uint64_t ip[2] = { 0x400100 + 16 * (i % 3), 0x400800 + cpu };
+		struct plabel_rec_sample *s = sb_sample(b, PLABEL_REC_SAMPLE,
+							0, H_PID, ip, 0, 2);
+
+		s->time_ns = t;
+		s->cpu = cpu;
+		s->tid = H_PID + 1 + cpu * 2 + (i % 5 == 0);
+		s->flags |= PLABEL_SAMPLE_CPUTIME;
+		s->cpu_ns = t / 2 + s->tid;
+		if (b->len > sizeof(b->data) - 512 || i == W_N - 1) {
+			ret = h_feed(c, b);
+			if (!ret && settle)
+				ret = plabel_collect_settled(c, 0);
+			if (ret)
+				return ret;
+			plabel_collect_stats(c, &st);
+			if (st.held > *max_held)
+				*max_held = st.held;
+		}
+	}
+	return 0;
+}
+
+/* The CPU profile of c, encoded. 0 or the collector's error. */
+static int w_profile(struct plabel_collect *c, uint8_t **buf, size_t *len)
+{
+	struct plabel_prof *cpu, *tc;
+	int ret = finish_cpu_tc(c, 0, 0, &cpu, &tc);
+
+	if (ret)
+		return ret;
+	ret = plabel_prof_encode(cpu, buf, len);
+	plabel_prof_free(cpu);
+	plabel_prof_free(tc);
+	return ret;
+}
+
+/*
+ * Once merging has started, the collector merges what every CPU's
+ * records have passed by itself: a run or two of samples stay held, not
+ * the whole stream; and the profile is the one of every sample held to
+ * the end, to the byte.
+ */
+TEST_F(held, watermark_merges_what_every_cpu_passed)
+{
+	struct plabel_collect *u = plabel_collect_new(self->syms, 0);
+	struct plabel_collect_stats st;
+	uint8_t *pm = NULL, *pu = NULL;
+	size_t lm = 0, lu = 0;
+	uint64_t held_m, held_u;
+
+	ASSERT_NE(NULL, u);
+	ASSERT_EQ(0, w_feed(self->c, self->b, 2, 1, &held_m));
+	ASSERT_EQ(0, w_feed(u, self->b, 2, 0, &held_u));
+	plabel_collect_stats(self->c, &st);
+	EXPECT_EQ(W_N, st.samples);
+	EXPECT_EQ(0, st.late);
+	/* 3 leaves x 2 CPUs' callers (no pid/tid labels: threads are one) */
+	EXPECT_EQ(6, st.merged);
+	/* a merging batch and a buffer's worth at most, not W_N */
+	EXPECT_GT(16384 + 2000, held_m);
+	EXPECT_EQ(W_N, held_u);
+	ASSERT_EQ(0, w_profile(self->c, &pm, &lm));
+	ASSERT_EQ(0, w_profile(u, &pu, &lu));
+	ASSERT_EQ(lu, lm);
+	EXPECT_EQ(0, memcmp(pu, pm, lu));
+	free(pm);
+	free(pu);
+	plabel_collect_free(u);
+}
+
+/*
+ * A CPU the STREAM record counts that sends nothing (idle) holds the
+ * watermark back: only the caller's settled time merges, here none.
+ */
+TEST_F(held, silent_cpu_holds_the_watermark_back)
+{
+	struct plabel_collect_stats st;
+	size_t nsamples;
+	int64_t total;
+	uint64_t held;
+
+	ASSERT_EQ(0, w_feed(self->c, self->b, 3, 1, &held));
+	plabel_collect_stats(self->c, &st);
+	EXPECT_EQ(W_N, st.held);
+	EXPECT_EQ(0, st.merged);
+	ASSERT_EQ(0, h_finish(self->c, &nsamples, &total));
+	EXPECT_EQ(6, nsamples);
+	EXPECT_EQ(W_N, total);
 }
 
 TEST_HARNESS_MAIN

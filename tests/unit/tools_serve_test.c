@@ -27,6 +27,7 @@
 #include "kselftest/kselftest_harness.h"
 #include "../../tools/profile.h"
 #include "../../tools/serve.h"
+#include "../../tools/session.h"
 #include "tools/stream_build.h"
 
 /* ---- parsing ---- */
@@ -135,6 +136,29 @@ TEST(seconds)
 	EXPECT_EQ(-EINVAL, plabel_serve_parse_seconds("5s", 300, &s, &why));
 	EXPECT_EQ(-EINVAL, plabel_serve_parse_seconds(
 				   "99999999999999999999999", 300, &s, &why));
+}
+
+/* --max-seconds, --max-requests and -F share one parser of bounded numbers */
+TEST(bounded_numbers)
+{
+	unsigned long v = 7;
+
+	EXPECT_EQ(0, plabel_parse_ulong("1", 1, 86400, &v));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, plabel_parse_ulong("86400", 1, 86400, &v));
+	EXPECT_EQ(86400, v);
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("0", 1, 86400, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("86401", 1, 86400, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("", 1, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("-1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("+1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong(" 1", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("1s", 0, 10, &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_ulong("99999999999999999999999", 0,
+					      ~0UL, &v));
+	EXPECT_EQ(86400, v);	/* untouched by the failures */
+	EXPECT_EQ(0, plabel_parse_hz("20000", &v));
+	EXPECT_EQ(-EINVAL, plabel_parse_hz("0", &v));
 }
 
 TEST(filters)
@@ -336,6 +360,11 @@ FIXTURE(srv)
 static const char *const kv_alpha[] = { "worker", "alpha", "x-request-id", "r1" };
 static const char *const kv_beta[] = { "worker", "beta" };
 
+/* srv_start's peer check: off, or on with these users allowed */
+static int srv_check_peer;
+static uid_t srv_allow[2];
+static unsigned int srv_nallow;
+
 static void srv_start(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(srv) *self, int sanitize,
 		      unsigned int max_requests)
@@ -368,6 +397,9 @@ static void srv_start(struct __test_metadata *_metadata,
 			.max_seconds = 5,
 			.max_requests = max_requests,
 			.sanitize = sanitize,
+			.check_peer = srv_check_peer,
+			.allow = srv_allow,
+			.nallow = srv_nallow,
 		};
 
 		close(self->rec[1]);
@@ -593,6 +625,67 @@ TEST_F(srv, index_paths_and_bad_requests)
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/profile?debug=1", &r));
 	EXPECT_EQ(400, r.status);
 	free(r.body);
+	srv_stop(_metadata, self);
+}
+
+/*
+ * The HTTP status uid gets for path (0: the connection closed with no
+ * answer), from a child that is uid; -1 when it could not ask.
+ */
+static int get_as(uid_t uid, int port, const char *path)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct resp r;
+
+		if (setresuid(uid, uid, uid))
+			_exit(255);
+		if (get(port, path, &r))
+			_exit(0);
+		_exit(r.status == 200 ? 200 : r.status / 100);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) == 255)
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+TEST_F(srv, other_users_are_closed_unanswered)
+{
+	struct resp r;
+
+	if (geteuid())
+		SKIP(return, "needs root to connect as another user");
+	srv_check_peer = 1;
+	srv_nallow = 0;
+	srv_start(_metadata, self, 0, 8);
+	srv_check_peer = 0;
+	EXPECT_EQ(0, get_as(65534, self->port, "/debug/pprof/"));
+	EXPECT_EQ(0, get_as(65534, self->port, "/debug/pprof/threadcreate"));
+	/* root, the server's user, is answered still */
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/", &r));
+	EXPECT_EQ(200, r.status);
+	free(r.body);
+	srv_stop(_metadata, self);
+}
+
+TEST_F(srv, allowed_users_are_answered)
+{
+	if (geteuid())
+		SKIP(return, "needs root to connect as another user");
+	srv_check_peer = 1;
+	srv_allow[0] = 65534;
+	srv_nallow = 1;
+	srv_start(_metadata, self, 0, 8);
+	srv_check_peer = 0;
+	srv_nallow = 0;
+	EXPECT_EQ(200, get_as(65534, self->port, "/debug/pprof/"));
+	EXPECT_EQ(0, get_as(65533, self->port, "/debug/pprof/"));
+	EXPECT_EQ(200, get_as(0, self->port, "/debug/pprof/"));
 	srv_stop(_metadata, self);
 }
 

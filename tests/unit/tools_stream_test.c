@@ -233,4 +233,43 @@ TEST(decode_bad_counts)
 	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &count));
 }
 
+/* OFFCPU is laid out as a SAMPLE; an END that ends before it began is bad. */
+TEST(decode_offcpu)
+{
+	static struct sbuf b;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	uint64_t ips[1] = { 0x4000 };
+	struct plabel_rec_sample *s;
+	struct plabel_dec d;
+
+	ASSERT_NE(NULL, r);
+	b.len = 0;
+	s = sb_sample(&b, PLABEL_REC_OFFCPU, 3, 10, ips, 0, 1);
+	s->wait_kind = PLABEL_WAIT_FUTEX;
+	s->wait_state = 1;
+	sb_offcpu_end(&b, 10, 11, 1000, 5000);
+	plabel_dec_init(&d, b.data, b.len);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(PLABEL_REC_OFFCPU, r->type);
+	EXPECT_EQ(PLABEL_WAIT_FUTEX, r->u.sample.hdr.wait_kind);
+	EXPECT_EQ(0x4000, plabel_dec_ip(r, 0));
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(PLABEL_REC_OFFCPU_END, r->type);
+	EXPECT_EQ(1000, r->u.offcpu_end.out_ns);
+	EXPECT_EQ(5000, r->u.offcpu_end.time_ns);
+	EXPECT_EQ(0, plabel_dec_next(&d, r));
+
+	/* ran again before it left */
+	b.len = 0;
+	sb_offcpu_end(&b, 10, 11, 5000, 1000);
+	plabel_dec_init(&d, b.data, b.len);
+	EXPECT_EQ(-EBADMSG, plabel_dec_next(&d, r));
+	/* too short for its fixed part */
+	b.len = 0;
+	sb_rec(&b, PLABEL_REC_OFFCPU_END, 16);
+	plabel_dec_init(&d, b.data, b.len);
+	EXPECT_EQ(-EBADMSG, plabel_dec_next(&d, r));
+	free(r);
+}
+
 TEST_HARNESS_MAIN

@@ -88,6 +88,19 @@ sb_sample(struct sbuf *b, uint32_t type, uint64_t set, uint32_t pid,
 	return s;
 }
 
+/* tid of pid ran again at end_ns after a wait from out_ns */
+static inline void sb_offcpu_end(struct sbuf *b, uint32_t pid, uint32_t tid,
+				 uint64_t out_ns, uint64_t end_ns)
+{
+	struct plabel_rec_offcpu_end *e = sb_rec(b, PLABEL_REC_OFFCPU_END,
+						 sizeof(*e));
+
+	e->pid = pid;
+	e->tid = tid;
+	e->out_ns = out_ns;
+	e->time_ns = end_ns;
+}
+
 static inline void sb_lost(struct sbuf *b, uint64_t n)
 {
 	struct plabel_rec_lost *l = sb_rec(b, PLABEL_REC_LOST, sizeof(*l));
