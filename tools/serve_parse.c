@@ -162,8 +162,8 @@ static const struct {
 	const char *path;
 	const char *why;
 } plabel_lacking[] = {
-	{ "allocs", "plabel serve has no allocation profile (plabel record --heap -- CMD makes one)" },
-	{ "heap", "plabel serve has no heap profile (plabel record --heap -- CMD makes one)" },
+	{ "allocs", "plabel serve has no allocation profile yet" },
+	{ "heap", "plabel serve has no heap profile yet" },
 	{ "delta_heap", "plabel serve has no heap profile" },
 	{ "block", "plabel serve has no blocking profile" },
 	{ "delta_block", "plabel serve has no blocking profile" },

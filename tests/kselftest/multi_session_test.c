@@ -29,20 +29,6 @@
 
 #define MAX_SESSIONS	SU_SYSCTL "max_sessions"
 
-#define FOR_EACH_REC(st, h, off) \
-	for (off = 0; (h = su_next(st, &off));)
-
-/*
- * After the session stopped: the reader's whole stream in *out, every
- * record's size checked against its type. Asserts, so only in a test body.
- */
-#define READ_STREAM(rdr, out) do {					\
-		ASSERT_EQ(0, su_reader_join(rdr));			\
-		*(out) = (rdr)->st;					\
-		su_check(out);						\
-		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
-	} while (0)
-
 static int ms_start(int fd, uint32_t target, const int32_t *pids,
 		    uint32_t npids, uint32_t callchain, uint32_t hz)
 {

@@ -22,17 +22,6 @@
 		SKIP(return, "needs root for CAP_PERFMON");		\
 } while (0)
 
-#define FOR_EACH_REC(st, h, off) \
-	for (off = 0; (h = su_next(st, &off));)
-
-/* After the stop: the reader's whole stream, each record's size checked. */
-#define READ_STREAM(rdr, out) do {					\
-		ASSERT_EQ(0, su_reader_join(rdr));			\
-		*(out) = (rdr)->st;					\
-		su_check(out);						\
-		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
-	} while (0)
-
 #define WAIT_MS		30	/* each wait of the kinds test */
 #define NWAITS		5
 

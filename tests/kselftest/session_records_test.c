@@ -57,20 +57,6 @@ static int chain_has(struct plabel_rec_sample *s, uint64_t ip)
 	return 0;
 }
 
-#define FOR_EACH_REC(st, h, off) \
-	for (off = 0; (h = su_next(st, &off));)
-
-/*
- * After the session stopped: the reader's whole stream in *out, every
- * record's size checked against its type. Asserts, so only in a test body.
- */
-#define READ_STREAM(rdr, out) do {					\
-		ASSERT_EQ(0, su_reader_join(rdr));			\
-		*(out) = (rdr)->st;					\
-		su_check(out);						\
-		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
-	} while (0)
-
 /*
  * A session recording the thread creations of this process's tree (fd),
  * and its reader. Skips without the module or root.

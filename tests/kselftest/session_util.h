@@ -442,4 +442,19 @@ static inline void su_burn_cpu(uint64_t ns)
 			x += i;
 }
 
+/* Each record h of stream st, at offset off. */
+#define FOR_EACH_REC(st, h, off) \
+	for (off = 0; (h = su_next(st, &off));)
+
+/*
+ * After the session stopped: the reader's whole stream in *out, every
+ * record's size checked against its type. Asserts, so only in a test body.
+ */
+#define READ_STREAM(rdr, out) do {					\
+		ASSERT_EQ(0, su_reader_join(rdr));			\
+		*(out) = (rdr)->st;					\
+		su_check(out);						\
+		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
+	} while (0)
+
 #endif /* PLABEL_SESSION_UTIL_H */
