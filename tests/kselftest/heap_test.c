@@ -25,16 +25,6 @@
 		SKIP(return, "needs root for CAP_PERFMON");		\
 } while (0)
 
-#define FOR_EACH_REC(st, h, off) \
-	for (off = 0; (h = su_next(st, &off));)
-
-#define READ_STREAM(rdr, out) do {					\
-		ASSERT_EQ(0, su_reader_join(rdr));			\
-		*(out) = (rdr)->st;					\
-		su_check(out);						\
-		ASSERT_EQ(0, (out)->bad) TH_LOG("%s", (out)->why);	\
-	} while (0)
-
 static int heap_call(int fd, unsigned long cmd, uint64_t addr, uint64_t req,
 		     uint64_t usable, uint64_t weight, uint32_t flags)
 {
