@@ -4,7 +4,8 @@
  * fed synthetic record streams in the kernel's format.
  *
  *   aggregate [--samples N[,N..]] [--stacks K] [--cpus C] [--hz HZ]
- *             [--idle-cpus I] [--lag-ms MS] [--finish [--out PREFIX]]
+ *             [--idle-cpus I [--no-sync]] [--lag-ms MS]
+ *             [--finish [--out PREFIX]]
  *             [--map FILE]
  *
  * For each N (default 1000000,100000000) a child process of its own
@@ -25,8 +26,12 @@
  * 2000, record's margin; 0 before that, as record's first read() starts
  * the merging). The collector merges before its own watermark too, the
  * time every CPU's records have passed (see collect.h). With --idle-cpus
- * the STREAM record counts I more CPUs that send nothing, as idle ones
- * do, which holds the watermark back: record's margin does the merging.
+ * the STREAM record counts I more CPUs that send no samples, as idle ones
+ * do; each buffer ends with a SYNC record for each of them, as the kernel
+ * writes when a read() finds their rings empty, 60 ms behind the newest
+ * sample (its tick and a grace period); with --no-sync they send nothing,
+ * as with a module older than SYNC records, which holds the watermark
+ * back: record's margin does the merging.
  *
  * Printed for each, as "LABEL.key value" lines (LABEL: 1M, 100M, ...):
  * samples, merged (distinct merged samples) and held (samples not merged
@@ -73,7 +78,7 @@
 
 struct agg_cfg {
 	uint64_t samples;
-	unsigned int stacks, cpus, hz, idle;
+	unsigned int stacks, cpus, hz, idle, no_sync;
 	uint64_t lag_ns;
 	int finish;
 	const char *out;	/* prefix of the profiles written, or NULL */
@@ -87,6 +92,7 @@ struct agg_gen {
 	size_t len;
 	uint64_t made;		/* samples made */
 	uint64_t newest;	/* newest sample time in buf */
+	uint64_t synced;	/* time of the idle CPUs' last SYNC */
 	uint64_t tick;		/* first tick of the current run */
 	unsigned int cpu;	/* CPU of the current run */
 	unsigned int in_run;	/* samples of the run made */
@@ -222,6 +228,23 @@ static unsigned int agg_pick(struct agg_gen *g)
 	return g->cpu + cpus * (k < on_cpu ? k : on_cpu - 1);
 }
 
+/* The idle CPUs' SYNC records at the end of a read(). */
+static void agg_sync(struct agg_gen *g)
+{
+	const uint64_t behind = 60000000;
+	struct plabel_rec_sync *y;
+	unsigned int i;
+
+	if (g->cfg->no_sync || g->newest <= behind + g->synced)
+		return;
+	g->synced = g->newest - behind;
+	for (i = 0; i < g->cfg->idle; i++) {
+		y = agg_rec(g, PLABEL_REC_SYNC, sizeof(*y));
+		y->cpu = g->cfg->cpus + i;
+		y->time_ns = g->synced;
+	}
+}
+
 /* Fill g->buf with whole records up to AGG_CHUNK. */
 static void agg_fill(struct agg_gen *g)
 {
@@ -236,7 +259,8 @@ static void agg_fill(struct agg_gen *g)
 		unsigned int k, n, tid;
 		uint64_t t;
 
-		if (g->len + size > AGG_CHUNK)
+		if (g->len + size + cfg->idle * sizeof(struct plabel_rec_sync) >
+		    AGG_CHUNK)
 			break;
 		k = agg_pick(g);
 		n = agg_chain(g, k, ips);
@@ -268,6 +292,7 @@ static void agg_fill(struct agg_gen *g)
 			}
 		}
 	}
+	agg_sync(g);
 }
 
 static double agg_thread_cpu(void)
@@ -435,6 +460,10 @@ int main(int argc, char **argv)
 			cfg.finish = 1;
 			continue;
 		}
+		if (!strcmp(argv[i], "--no-sync")) {
+			cfg.no_sync = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			goto usage;
 		if (!strcmp(argv[i], "--samples"))
@@ -447,6 +476,7 @@ int main(int argc, char **argv)
 			cfg.hz = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--idle-cpus"))
 			cfg.idle = atoi(argv[++i]);
+
 		else if (!strcmp(argv[i], "--map"))
 			cfg.map = argv[++i];
 		else if (!strcmp(argv[i], "--out"))
@@ -517,6 +547,6 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]\n");
+	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I [--no-sync]] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]\n");
 	return 2;
 }

@@ -97,8 +97,10 @@ done
 # The same 10000 stacks, fed as plabel record feeds them (2 s margin), each
 # count in a process of its own: at 10 kHz and at 99 Hz on 64 CPUs, all
 # busy (what stays held is what the CPUs' watermark has not passed), and
-# at 10 kHz with a 65th CPU idle, which holds the watermark back (what
-# stays held is record's last 2 s, 1.28 M samples).
+# at 10 kHz with a 65th CPU idle, which sends only the SYNC records the
+# kernel writes for an empty ring (without them it would hold the
+# watermark back, and what stays held would be record's last 2 s, 1.28 M
+# samples: aggregate --no-sync).
 for run in 10khz 99hz 10khz_idle; do
 	log "aggregation ($run)"
 	case $run in

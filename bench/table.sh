@@ -107,7 +107,7 @@ END {
 	printf "   peak RSS merged / held: %s\n\n", r("reader.long_merged.maxrss_kb", "reader.long.maxrss_kb")
 
 	print "4b. aggregation on arrival (host): 10000 stacks, merged by the CPUs watermark and record 2 s margin,"
-	print "   goals: RSS within 10 %, ingest >= 13 M/CPU-s; 1 idle: a 65th CPU sends nothing"
+	print "   goals: RSS within 10 %, ingest >= 13 M/CPU-s; 1 idle: a 65th CPU sends only SYNC records"
 	print "   rate             samples  held at end  merged  peak RSS KiB  ingest/CPU-s"
 	split("10khz 99hz 10khz_idle", rates, " ")
 	split("10 kHz x 64;99 Hz x 64;10 kHz, 1 idle", rname, ";")

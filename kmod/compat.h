@@ -18,6 +18,9 @@
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/sched/task_stack.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <asm/unistd.h>
@@ -230,5 +233,70 @@ static inline void plabel_vm_flags_mod(struct vm_area_struct *vma,
 	vma->vm_flags = (vma->vm_flags | set) & ~clear;
 }
 #endif
+
+/*
+ * Another task's saved user registers (the pt_regs at the top of its
+ * kernel stack), copied into *regs; false when its stack is gone. The
+ * caller holds a reference to t, which keeps the task_struct, not its
+ * stack: a task's stack goes when it has exited and switched out for the
+ * last time (put_task_stack(), not exported, so no reference can be
+ * taken here). A stack whose count is not 0 inside this RCU section is
+ * not freed before its end: from 5.18 on, an exited task's stack is
+ * freed after an RCU grace period (thread_stack_delayed_free()) or kept
+ * in a per-CPU cache for the next task (memory that stays mapped);
+ * before, vfree_atomic() may unmap it at any time, which the non-faulting
+ * copy turns into a failed copy. Either way what is copied is only data:
+ * register values that may be stale, never dereferenced.
+ */
+static inline bool plabel_task_user_regs(struct task_struct *t,
+					 struct pt_regs *regs)
+{
+	bool ok = false;
+
+	rcu_read_lock();
+	if (refcount_read(&t->stack_refcount) && READ_ONCE(t->stack))
+		ok = !copy_from_kernel_nofault(regs, task_pt_regs(t),
+					       sizeof(*regs));
+	rcu_read_unlock();
+	return ok;
+}
+
+/*
+ * A sleeping task's kernel call chain: stack_trace_save_tsk(), which
+ * holds the task's stack while it walks it, is exported to modules on
+ * 6.12 and 7.2, not on 5.10 and 6.1 (the release in between that began
+ * to is not one built here). Without it there are no kernel chains of
+ * other threads (PLABEL_THREADS_KERNEL is -EOPNOTSUPP).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/stacktrace.h>
+#define PLABEL_HAVE_TASK_KSTACK	1
+
+static inline unsigned int plabel_task_kstack(struct task_struct *t,
+					      unsigned long *store,
+					      unsigned int size)
+{
+	return stack_trace_save_tsk(t, store, size, 0);
+}
+#else
+#define PLABEL_HAVE_TASK_KSTACK	0
+
+static inline unsigned int plabel_task_kstack(struct task_struct *t,
+					      unsigned long *store,
+					      unsigned int size)
+{
+	return 0;
+}
+#endif
+
+/* Whether t is on a CPU now (the scheduler's p->on_cpu; SMP kernels). */
+static inline bool plabel_task_on_cpu(struct task_struct *t)
+{
+#ifdef CONFIG_SMP
+	return READ_ONCE(t->on_cpu);
+#else
+	return false;
+#endif
+}
 
 #endif /* PLABEL_COMPAT_H */

@@ -8,6 +8,7 @@
  *   session.c  profiling sessions, read()/poll(), per-CPU rings
  *   sample.c   perf cpu-clock counters, the overflow handler, call chains
  *   heap.c     the heap page (mmap) and the HEAP_ALLOC/HEAP_FREE ioctls
+ *   threads.c  PLABEL_IOC_THREADS_GET: every thread's labels, state, stacks
  *
  * Context rules: functions marked "any context" may run in hard interrupt
  * context (the perf overflow handler) and must not sleep, lock or allocate;
@@ -125,6 +126,11 @@ void plabel_set_get(struct plabel_set *set);
  * ptrace read access to the process that interned it.
  */
 bool plabel_set_may_access(const struct plabel_set *set);
+/*
+ * Process context: whether current may read task t, as ptrace's read
+ * access with the caller's fs credentials (see labels.c).
+ */
+bool plabel_may_read_task(struct task_struct *t);
 /* Process context: current's quota record, created when missing. */
 struct plabel_user *plabel_user_current(void);
 /* Any context: one task entry more (false: over quota) or less; NULL ok. */
@@ -157,6 +163,10 @@ int plabel_ioctl_slot_set(struct plabel_slot_args *args);
  */
 struct plabel_set *plabel_current_set_rcu(unsigned long *stack_top);
 long plabel_live_tasks(void);
+/* Process context: task t's labels now, referenced (see task.c). */
+struct plabel_set *plabel_task_labels_get(struct task_struct *t,
+					  struct mm_struct *mm,
+					  unsigned long *stack_top);
 
 /*
  * session.c, called by task.c's tracepoint probes and by main.c.
@@ -197,5 +207,10 @@ void plabel_heap_set_interval(u64 interval);
  */
 int plabel_session_on_alloc(const struct plabel_heap_args *a);
 void plabel_session_on_free(u64 addr);
+/* offcpu.c: what task t waits for (enum plabel_wait_kind), process context */
+u32 plabel_task_wait_kind(struct task_struct *t);
+
+/* threads.c */
+int plabel_ioctl_threads_get(struct plabel_threads_get_args *args);
 
 #endif /* PLABEL_INTERNAL_H */

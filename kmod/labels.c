@@ -292,6 +292,20 @@ bool plabel_set_may_access(const struct plabel_set *set)
 	return ok;
 }
 
+bool plabel_may_read_task(struct task_struct *t)
+{
+	bool ok;
+	int d;
+
+	if (same_thread_group(t, current))
+		return true;
+	rcu_read_lock();
+	d = plabel_task_dumpable(t);
+	ok = plabel_cred_may_read(current_cred(), __task_cred(t), d);
+	rcu_read_unlock();
+	return ok;
+}
+
 static int plabel_label_cmp(const void *a, const void *b)
 {
 	const struct plabel_label_k *la = a, *lb = b;

@@ -192,6 +192,7 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 		struct plabel_labels_get_args labels_get;
 		struct plabel_slot_args slot;
 		struct plabel_heap_args heap;
+		struct plabel_threads_get_args threads_get;
 	} a;
 	u32 usize;
 	int err;
@@ -242,6 +243,16 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 		if (a.slot.flags)
 			return -EINVAL;
 		return plabel_ioctl_slot_set(&a.slot);
+	case PLABEL_IOC_BASE(PLABEL_IOC_THREADS_GET):
+		err = PLABEL_ARGS_IN(uarg, a.threads_get);
+		if (err)
+			return err;
+		err = plabel_ioctl_threads_get(&a.threads_get);
+		/* -ENOSPC: the whole records that fit are there */
+		if (err && err != -ENOSPC)
+			return err;
+		return plabel_args_out(uarg, &a.threads_get,
+				       sizeof(a.threads_get)) ?: err;
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_START):
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_STOP):
 		return plabel_session_ioctl(pf, file, cmd, arg);

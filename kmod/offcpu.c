@@ -29,23 +29,40 @@
  * user memory only of current, without faulting.
  */
 #include <linux/hash.h>
+#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/tracepoint.h>
+#include <linux/workqueue.h>
 #include <asm/syscall.h>
 
 #include "compat.h"
 #include "session.h"
 
-/* Sessions that record off-CPU intervals; under plabel_session_mutex. */
+/*
+ * The probe is registered with the first session that records off-CPU
+ * intervals and taken off PLABEL_OFFCPU_LINGER_MS after the last one
+ * stops (or at unload), not at each stop: every registration and removal
+ * patches the scheduler's text on every CPU (jump label, static call),
+ * which is slow and, done once per session, makes runs of short sessions
+ * pay it over and over. While it lingers with no session the probe finds
+ * no session to write to. Users and the registration under
+ * plabel_offcpu_lock.
+ */
+#define PLABEL_OFFCPU_LINGER_MS	5000
+
+static DEFINE_MUTEX(plabel_offcpu_lock);
 static unsigned int plabel_offcpu_users;
+static bool plabel_offcpu_registered;
 static struct tracepoint *plabel_switch_tp;
+static void plabel_offcpu_linger_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(plabel_offcpu_linger, plabel_offcpu_linger_fn);
 
 int plabel_offcpu_alloc(struct plabel_session *s)
 {
 	s->offcpu = kvcalloc(PLABEL_OFFCPU_BUCKETS * PLABEL_OFFCPU_WAYS,
-			     sizeof(*s->offcpu), GFP_KERNEL);
+			     sizeof(*s->offcpu), GFP_KERNEL_ACCOUNT);
 	return s->offcpu ? 0 : -ENOMEM;
 }
 
@@ -98,19 +115,14 @@ void plabel_offcpu_release(struct plabel_offcpu_slot *slot)
 }
 
 /*
- * What current waits for, from the state it leaves in and the system call
- * it is in (a 64-bit one; a wait outside of one, a page fault, is other).
+ * What a thread waits for, from the system call it is in, nr (a 64-bit
+ * one; -1: none, a wait outside of one, a page fault, is other), and
+ * whether it waits for block I/O.
  */
-u32 plabel_offcpu_kind(void)
+static u32 plabel_wait_kind_of(long nr, bool iowait)
 {
-	struct pt_regs *regs = task_pt_regs(current);
-	long nr;
-
-	if (current->in_iowait)
+	if (iowait)
 		return PLABEL_WAIT_IO;
-	if (!user_64bit_mode(regs))
-		return PLABEL_WAIT_OTHER;
-	nr = syscall_get_nr(current, regs);
 	if (nr < 0)
 		return PLABEL_WAIT_OTHER;
 	nr &= ~(long)__X32_SYSCALL_BIT;
@@ -158,6 +170,32 @@ u32 plabel_offcpu_kind(void)
 	if (nr == PLABEL_NR_EPOLL_PWAIT2)
 		return PLABEL_WAIT_IO;
 	return PLABEL_WAIT_OTHER;
+}
+
+/* What current waits for, as it leaves its CPU. */
+u32 plabel_offcpu_kind(void)
+{
+	struct pt_regs *regs = task_pt_regs(current);
+
+	if (!user_64bit_mode(regs))
+		return plabel_wait_kind_of(-1, current->in_iowait);
+	return plabel_wait_kind_of(syscall_get_nr(current, regs),
+				   current->in_iowait);
+}
+
+/*
+ * What task t, another thread, waits for: the same from its saved
+ * registers, copied with plabel_task_user_regs() (its stack may go while
+ * this runs). Process context.
+ */
+u32 plabel_task_wait_kind(struct task_struct *t)
+{
+	struct pt_regs regs;
+	long nr = -1;
+
+	if (plabel_task_user_regs(t, &regs) && user_64bit_mode(&regs))
+		nr = syscall_get_nr(t, &regs);
+	return plabel_wait_kind_of(nr, t->in_iowait);
 }
 
 /*
@@ -210,10 +248,15 @@ static bool plabel_offcpu_leaves(struct task_struct *prev, unsigned int state)
  */
 static void plabel_probe_switch(PLABEL_PROBE_SWITCH_ARGS)
 {
-	unsigned int state = preempt ? TASK_RUNNING : PLABEL_SWITCH_STATE(prev);
-	bool out = plabel_offcpu_leaves(prev, state);
-	bool in = !(next->flags & PF_KTHREAD) && !is_idle_task(next);
+	unsigned int state;
+	bool out, in;
 
+	/* lingering (see plabel_offcpu_lock): no session in the list uses it */
+	if (!READ_ONCE(plabel_offcpu_users))
+		return;
+	state = preempt ? TASK_RUNNING : PLABEL_SWITCH_STATE(prev);
+	out = plabel_offcpu_leaves(prev, state);
+	in = !(next->flags & PF_KTHREAD) && !is_idle_task(next);
 	/* a kernel chain starts at the probe's caller */
 	if (out || in)
 		plabel_session_on_switch(prev, next, state, out, in,
@@ -231,37 +274,70 @@ static void plabel_find_switch(struct tracepoint *tp, void *priv)
 		plabel_switch_tp = tp;
 }
 
-/* Process context, under plabel_session_mutex: one session more. */
-int plabel_offcpu_hook_get(void)
+/* Under plabel_offcpu_lock: off, and no call of it runs any more. */
+static void plabel_offcpu_unregister(void)
 {
-	int err;
-
-	if (plabel_offcpu_users) {
-		plabel_offcpu_users++;
-		return 0;
-	}
-	if (!plabel_switch_tp)
-		for_each_kernel_tracepoint(plabel_find_switch, NULL);
-	if (!plabel_switch_tp)
-		return -ENOENT;
-	err = tracepoint_probe_register(plabel_switch_tp,
-					plabel_switch_probe.func, NULL);
-	if (err)
-		return err;
-	plabel_offcpu_users = 1;
-	return 0;
-}
-
-/*
- * Process context, under plabel_session_mutex: one session less. The
- * last one takes the probe off and waits until no call of it runs.
- */
-void plabel_offcpu_hook_put(void)
-{
-	if (WARN_ON_ONCE(!plabel_offcpu_users) || --plabel_offcpu_users)
+	if (!plabel_offcpu_registered)
 		return;
 	WARN_ON_ONCE(tracepoint_probe_unregister(plabel_switch_tp,
 						 plabel_switch_probe.func,
 						 NULL));
 	tracepoint_synchronize_unregister();
+	plabel_offcpu_registered = false;
+}
+
+static void plabel_offcpu_linger_fn(struct work_struct *work)
+{
+	mutex_lock(&plabel_offcpu_lock);
+	if (!plabel_offcpu_users)
+		plabel_offcpu_unregister();
+	mutex_unlock(&plabel_offcpu_lock);
+}
+
+/* Process context: one session more. */
+int plabel_offcpu_hook_get(void)
+{
+	int err = 0;
+
+	mutex_lock(&plabel_offcpu_lock);
+	if (!plabel_offcpu_registered) {
+		if (!plabel_switch_tp)
+			for_each_kernel_tracepoint(plabel_find_switch, NULL);
+		err = plabel_switch_tp ?
+		      tracepoint_probe_register(plabel_switch_tp,
+						plabel_switch_probe.func,
+						NULL) : -ENOENT;
+		plabel_offcpu_registered = !err;
+	}
+	if (!err)
+		WRITE_ONCE(plabel_offcpu_users, plabel_offcpu_users + 1);
+	mutex_unlock(&plabel_offcpu_lock);
+	return err;
+}
+
+/*
+ * Process context: one session less. Its records stop with it (it is off
+ * the session list); the probe lingers, see plabel_offcpu_lock.
+ */
+void plabel_offcpu_hook_put(void)
+{
+	mutex_lock(&plabel_offcpu_lock);
+	if (WARN_ON_ONCE(!plabel_offcpu_users))
+		goto out;
+	WRITE_ONCE(plabel_offcpu_users, plabel_offcpu_users - 1);
+	if (!plabel_offcpu_users)
+		mod_delayed_work(system_wq, &plabel_offcpu_linger,
+				 msecs_to_jiffies(PLABEL_OFFCPU_LINGER_MS));
+out:
+	mutex_unlock(&plabel_offcpu_lock);
+}
+
+/* Module unload: no session is left; the probe goes now. */
+void plabel_offcpu_exit(void)
+{
+	cancel_delayed_work_sync(&plabel_offcpu_linger);
+	mutex_lock(&plabel_offcpu_lock);
+	WARN_ON_ONCE(plabel_offcpu_users);
+	plabel_offcpu_unregister();
+	mutex_unlock(&plabel_offcpu_lock);
 }

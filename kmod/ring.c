@@ -10,15 +10,19 @@
  * The locking rules are in session.h.
  */
 #include <linux/kernel.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 
 #include "session.h"
 
 /*
- * The ring's bytes, once, when its CPU comes online: until then its writers
- * (on that CPU) count what they would write as lost, and its reader sees it
- * empty. The positions and counters were zeroed with the session.
+ * The ring's bytes, once: at the session's start for the CPUs online then,
+ * in the caller's context so that its memory cgroup is charged; or when a
+ * CPU comes online later (charged to no one: the hotplug thread's). Until
+ * then the ring's writers (on that CPU) count what they would write as
+ * lost, and its reader sees it empty. The positions and counters were
+ * zeroed with the session.
  */
 int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node)
 {
@@ -26,7 +30,7 @@ int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node)
 
 	if (r->data)
 		return 0;
-	data = vzalloc_node(size, node);
+	data = kvzalloc_node(size, GFP_KERNEL_ACCOUNT, node);
 	if (!data)
 		return -ENOMEM;
 	r->size = size;
@@ -37,7 +41,7 @@ int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node)
 
 void plabel_ring_free(struct plabel_ring *r)
 {
-	vfree(r->data);
+	kvfree(r->data);
 	r->data = NULL;
 }
 

@@ -19,6 +19,8 @@
  *     the mms the handler queued; every PLABEL_WAKE_TICKS wakes the reader
  *     if records wait;
  *   - the wake irq_work: wakes a sleeping reader when a ring is half full;
+ *   - the sync callback (RCU, softirq): publishes the time before which
+ *     every ring holds all its records, for SYNC records;
  *   - the HEAP_ALLOC and HEAP_FREE ioctls (heap.c), process context:
  *     plabel_session_on_alloc() and plabel_session_on_free(), each ring
  *     write with interrupts disabled, as on_clone's.
@@ -494,11 +496,32 @@ static void plabel_wake_fn(struct irq_work *work)
 	wake_up_interruptible(&s->wq);
 }
 
+/*
+ * A grace period after the tick read sync_start: every writer that had
+ * interrupts off then (and every record is stamped and committed in one
+ * such stretch, on its ring's CPU) has committed since.
+ */
+static void plabel_sync_fn(struct rcu_head *head)
+{
+	struct plabel_session *s = container_of(head, struct plabel_session,
+						sync_rcu);
+
+	/* pairs with the acquire in plabel_session_copy() */
+	smp_store_release(&s->synced_ns, s->sync_start);
+	/* the last touch of s: the tick may queue the head again */
+	smp_store_release(&s->sync_pending, false);
+}
+
 static void plabel_tick_fn(struct work_struct *work)
 {
 	struct plabel_session *s = container_of(to_delayed_work(work),
 						struct plabel_session, tick);
 
+	if (!smp_load_acquire(&s->sync_pending)) {
+		s->sync_start = ktime_get_ns();
+		WRITE_ONCE(s->sync_pending, true);
+		call_rcu(&s->sync_rcu, plabel_sync_fn);
+	}
 	plabel_scan_pending(s, true);
 	if (++s->ticks >= PLABEL_WAKE_TICKS) {
 		s->ticks = 0;
@@ -781,7 +804,7 @@ static int plabel_session_pids(struct plabel_session *s,
 
 	if (s->target == PLABEL_TARGET_ALL)
 		return 0;
-	s->pids = kmalloc_array(a->npids, sizeof(pid_t), GFP_KERNEL);
+	s->pids = kmalloc_array(a->npids, sizeof(pid_t), GFP_KERNEL_ACCOUNT);
 	if (!s->pids)
 		return -ENOMEM;
 	if (copy_from_user(s->pids, u64_to_user_ptr(a->pids),
@@ -794,7 +817,7 @@ static int plabel_session_pids(struct plabel_session *s,
 	s->npids = a->npids;
 	if (s->target != PLABEL_TARGET_TREE)
 		return 0;
-	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL);
+	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL_ACCOUNT);
 	if (!s->tree)
 		return -ENOMEM;
 	for (i = 0; i < s->npids; i++)
@@ -807,22 +830,30 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 	unsigned int cpu;
 
 	s->ring_size = plabel_ring_bytes();
-	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL);
+	s->cpu = kcalloc(nr_cpu_ids, sizeof(*s->cpu), GFP_KERNEL_ACCOUNT);
 	if (!s->cpu)
 		return -ENOMEM;
 	for_each_possible_cpu(cpu) {
-		s->cpu[cpu] = kzalloc_node(sizeof(*s->cpu[cpu]), GFP_KERNEL,
-					   cpu_to_node(cpu));
+		s->cpu[cpu] = kzalloc_node(sizeof(*s->cpu[cpu]),
+					   GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
 		if (!s->cpu[cpu])
 			return -ENOMEM;
 		s->cpu[cpu]->rnd = get_random_u64() | 1;
 		if (s->record & PLABEL_RECORD_HEAP)
 			s->cpu[cpu]->ring.keep =
 				s->ring_size >> PLABEL_FREE_RESERVE_SHIFT;
-		/* the ring's bytes come when the CPU is online (sample.c) */
 	}
-	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	/*
+	 * The rings of the CPUs online now, charged to the caller; no
+	 * hotplug callback runs for s yet. A CPU that comes online later
+	 * gets its ring then (sample.c).
+	 */
+	for_each_online_cpu(cpu)
+		if (plabel_ring_alloc(&s->cpu[cpu]->ring, s->ring_size,
+				      cpu_to_node(cpu)))
+			return -ENOMEM;
+	s->path_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
+	s->root_buf = kmalloc(PATH_MAX, GFP_KERNEL_ACCOUNT);
 	return s->path_buf && s->root_buf ? 0 : -ENOMEM;
 }
 
@@ -863,7 +894,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	if (ret)
 		return ret;
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
 	INIT_HLIST_NODE(&s->hp_node);
@@ -966,6 +997,9 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 	s->offcpu_hooked = false;
 	__clear_bit(s->slot, plabel_slots);
 	cancel_delayed_work_sync(&s->tick);
+	/* the tick's sync callback, if queued, before s can be freed */
+	if (READ_ONCE(s->sync_pending))
+		rcu_barrier();
 	plabel_scan_pending(s, false);
 	irq_work_sync(&s->wake_work);
 	/* records written before are visible to a reader seeing STOPPED */
@@ -1032,10 +1066,38 @@ static int plabel_copy_lost(char __user *buf, size_t len, size_t *done,
 	return 0;
 }
 
+/*
+ * A SYNC record for cpu, whose ring was found empty after synced was read:
+ * every record it got stamped before synced has been copied out. 0 when
+ * written or nothing is new, -ENOSPC without room in len, -EFAULT.
+ */
+static int plabel_copy_sync(char __user *buf, size_t len, size_t *done,
+			    u32 cpu, u64 synced, u64 *sent)
+{
+	struct plabel_rec_sync rec = {
+		.hdr.type = PLABEL_REC_SYNC,
+		.hdr.size = sizeof(rec),
+		.cpu = cpu,
+		.time_ns = synced,
+	};
+
+	if (synced <= *sent)
+		return 0;
+	if (len - *done < sizeof(rec))
+		return -ENOSPC;
+	if (copy_to_user(buf + *done, &rec, sizeof(rec)))
+		return -EFAULT;
+	*sent = synced;
+	*done += sizeof(rec);
+	return 0;
+}
+
 /* Copy whole records; under read_lock. */
 static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 				   size_t len)
 {
+	/* before the rings are looked at: pairs with plabel_sync_fn() */
+	u64 synced = smp_load_acquire(&s->synced_ns);
 	unsigned int n, cpu = s->next_cpu;
 	size_t done = 0;
 	ssize_t ret;
@@ -1086,6 +1148,15 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 		done += ret;
 		if (!plabel_ring_empty(r))
 			break;	/* buf is full */
+		/* CPUs that never had a ring have no records to sync */
+		if (!READ_ONCE(r->data))
+			continue;
+		err = plabel_copy_sync(buf, len, &done, cpu, synced,
+				       &r->sync_sent);
+		if (err == -ENOSPC)
+			break;
+		if (err)
+			return done ? done : err;
 	}
 	s->next_cpu = cpu;
 	return done;
@@ -1235,5 +1306,6 @@ void plabel_session_exit(void)
 {
 	WARN_ON_ONCE(!list_empty(&plabel_sessions));
 	WARN_ON_ONCE(plabel_nr_sessions || plabel_nr_held);
+	plabel_offcpu_exit();
 	plabel_sample_exit();
 }

@@ -79,6 +79,7 @@ struct plabel_ring {
 	u64 lost_periods_seen;	/* consumer */
 	u64 lost_frees;		/* producer: FREE records dropped */
 	u64 lost_frees_seen;	/* consumer */
+	u64 sync_sent;		/* consumer: time_ns of the last SYNC */
 };
 
 /* A record being written into a ring; see plabel_wr_begin(). */
@@ -173,6 +174,16 @@ struct plabel_session {
 	struct irq_work wake_work;
 	struct delayed_work tick;
 	unsigned int ticks;	/* since the tick last woke the reader */
+	/*
+	 * SYNC records (session.c): the tick notes sync_start and waits for a
+	 * grace period (call_rcu); every record stamped before sync_start
+	 * was written with interrupts off, so it is in its ring once the
+	 * grace period ends, and the callback publishes synced_ns.
+	 */
+	struct rcu_head sync_rcu;
+	u64 sync_start;		/* tick's, while sync_pending */
+	u64 synced_ns;		/* release/acquire */
+	bool sync_pending;	/* the tick's call_rcu is queued */
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
 	char *root_buf;		/* PATH_MAX, for the mm scanner */
 };
@@ -229,13 +240,14 @@ void plabel_session_on_switch(struct task_struct *prev,
 			      bool out, bool in, void *kfirst);
 
 /*
- * offcpu.c. The hook and the table's allocation in process context under
- * plabel_session_mutex; the rest from the switch probe.
+ * offcpu.c. The hook and the table's allocation in process context (the
+ * hook's users under offcpu.c's own lock); the rest from the switch probe.
  */
 int plabel_offcpu_alloc(struct plabel_session *s);
 void plabel_offcpu_free(struct plabel_session *s);
 int plabel_offcpu_hook_get(void);
 void plabel_offcpu_hook_put(void);
+void plabel_offcpu_exit(void);
 struct plabel_offcpu_slot *plabel_offcpu_claim(struct plabel_session *s,
 					       struct task_struct *t);
 void plabel_offcpu_release(struct plabel_offcpu_slot *slot);

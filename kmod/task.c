@@ -359,7 +359,7 @@ int plabel_ioctl_labels_get(struct plabel_labels_get_args *args)
 		err = -ERANGE;
 		goto out_put;
 	}
-	buf = kvzalloc(need, GFP_KERNEL);
+	buf = kvzalloc(need, GFP_KERNEL_ACCOUNT);
 	if (!buf) {
 		err = -ENOMEM;
 		goto out_put;
@@ -384,6 +384,49 @@ int plabel_ioctl_labels_get(struct plabel_labels_get_args *args)
 out_put:
 	plabel_set_put(set);
 	return err;
+}
+
+/*
+ * Process context: the labels task t carries now, with a reference (NULL
+ * for none), and in *stack_top where its user stack ends (0: not known).
+ * t's slot, when it has one in the address space t runs in (mm, from
+ * get_task_mm(), or NULL), is read from t's memory with
+ * access_process_vm(): t may run, exit or exec meanwhile, and then what is
+ * read is at worst a stale id, which names a set t may use or nothing.
+ */
+struct plabel_set *plabel_task_labels_get(struct task_struct *t,
+					  struct mm_struct *mm,
+					  unsigned long *stack_top)
+{
+	struct plabel_set *set = NULL, *slot_set = NULL;
+	struct plabel_task *e;
+	u64 slot = 0, id = 0;
+
+	*stack_top = 0;
+	rcu_read_lock();
+	e = plabel_task_find(t);
+	if (e) {
+		*stack_top = READ_ONCE(e->stack_top);
+		if (mm && READ_ONCE(e->slot_mm) == mm)
+			slot = READ_ONCE(e->slot);
+		set = plabel_try_get(rcu_dereference(e->set));
+	}
+	rcu_read_unlock();
+	if (slot && access_process_vm(t, slot, &id, sizeof(id), 0) ==
+		    sizeof(id) && id) {
+		rcu_read_lock();
+		slot_set = plabel_set_lookup_rcu(id);
+		/* as plabel_slot_set_rcu(), with t's effective uid */
+		if (slot_set && !uid_eq(slot_set->owner, task_euid(t)))
+			slot_set = NULL;
+		slot_set = plabel_try_get(slot_set);
+		rcu_read_unlock();
+	}
+	if (slot_set) {
+		plabel_set_put(set);
+		return slot_set;
+	}
+	return set;
 }
 
 /* Tracepoint probes: preemption is disabled, current is the actor. */

@@ -483,11 +483,13 @@ found:
 }
 
 /*
- * A record of cpu stamped time_ns. The records of one CPU come in the
- * order of their stamps (Documentation/record-format.rst: each is stamped
- * with interrupts off where it is written to its CPU's ring; MMAP records
- * aside, which merging does not read), so once every CPU's records have
- * passed a time, every record stamped before it is in. 0 or -ENOMEM.
+ * A record of cpu stamped time_ns, or a SYNC record saying that all of
+ * cpu's records stamped before time_ns are in. The records of one CPU
+ * come in the order of their stamps (Documentation/record-format.rst:
+ * each is stamped with interrupts off where it is written to its CPU's
+ * ring; MMAP records aside, which merging does not read), so once every
+ * CPU's records have passed a time, every record stamped before it is in.
+ * 0 or -ENOMEM.
  */
 static int cpu_seen(struct plabel_collect *c, uint32_t cpu, uint64_t time_ns)
 {
@@ -515,8 +517,10 @@ static int cpu_seen(struct plabel_collect *c, uint32_t cpu, uint64_t time_ns)
 /*
  * The time before which every CPU's records are in, 0 when not known: not
  * every CPU the STREAM record counts has sent one yet. A CPU that sends
- * none (idle, or not running what is recorded) holds it back; the caller's
- * settled time then does the merging.
+ * no records (idle, or not running what is recorded) still sends SYNC
+ * records, which the kernel writes for CPUs whose rings a read emptied; a
+ * stream without them (an older module) leaves such a CPU holding the
+ * watermark back, and the caller's settled time does the merging.
  */
 static uint64_t watermark(const struct plabel_collect *c)
 {
@@ -549,6 +553,8 @@ static int add_sample(struct plabel_collect *c,
 		c->st.samples += PLABEL_SAMPLE_PERIODS(h->flags);
 	else if (r->type == PLABEL_REC_OFFCPU)
 		c->st.waits++;
+	else if (r->type == PLABEL_REC_THREADSTATE)
+		c->st.states++;
 	else
 		c->st.threads++;
 	p = plabel_procs_get(&c->procs, h->pid);
@@ -622,6 +628,17 @@ static int add_sample(struct plabel_collect *c,
 			     PLABEL_CS_WAIT_MASK);
 		s->weight = PLABEL_W_DONE;
 		s->value = nanos;
+	} else if (r->type == PLABEL_REC_THREADSTATE) {
+		/* a wait kind only for a thread that waits */
+		s->flags |= PLABEL_CS_STATE;
+		if (h->wait_state == PLABEL_THREAD_SLEEPING ||
+		    h->wait_state == PLABEL_THREAD_DISK)
+			s->flags |= PLABEL_CS_OFFCPU |
+				    (h->wait_kind << PLABEL_CS_WAIT_SHIFT &
+				     PLABEL_CS_WAIT_MASK);
+		s->weight = PLABEL_W_DONE;
+		s->value = h->wait_state < PLABEL_THREAD_NSTATES ?
+			   h->wait_state : PLABEL_THREAD_RUNNING;
 	} else if (r->type == PLABEL_REC_THREAD) {
 		s->weight = PLABEL_W_CHILD;
 		s->value = h->child_tid;
@@ -771,6 +788,7 @@ static uint64_t agg_hash(const struct plabel_agg *a)
 	return plabel_hash2((uint64_t)a->pid << 32 | a->tid,
 			    plabel_hash2((uint64_t)a->chain << 32 | a->gen,
 					 a->set_id + a->type + a->wait +
+					 ((uint64_t)a->state << 20) +
 					 ((uint64_t)a->pname << 40 ^
 					  (uint64_t)a->tname << 8)));
 }
@@ -780,7 +798,8 @@ static int agg_same(const struct plabel_agg *a, const struct plabel_agg *k)
 	return a->pid == k->pid && a->tid == k->tid && a->chain == k->chain &&
 	       a->gen == k->gen && a->set_id == k->set_id &&
 	       a->type == k->type && a->pname == k->pname &&
-	       a->tname == k->tname && a->wait == k->wait;
+	       a->tname == k->tname && a->wait == k->wait &&
+	       a->state == k->state;
 }
 
 /* Merge count samples like k (its count aside) into a. */
@@ -852,6 +871,8 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 /* The record type of held sample s. */
 static uint32_t csample_type(const struct plabel_csample *s)
 {
+	if (s->flags & PLABEL_CS_STATE)
+		return PLABEL_REC_THREADSTATE;
 	if (s->flags & PLABEL_CS_OFFCPU)
 		return PLABEL_REC_OFFCPU;
 	return s->flags & PLABEL_CS_THREAD ? PLABEL_REC_THREAD :
@@ -886,7 +907,11 @@ static int sample_key(struct plabel_collect *c,
 	a->count = plabel_csample_periods(s);
 	a->nanos = a->type == PLABEL_REC_THREAD ? 0 : s->value;
 	a->first = s->seq;
-	if (a->type == PLABEL_REC_OFFCPU)
+	if (a->type == PLABEL_REC_THREADSTATE) {
+		a->nanos = 0;
+		a->state = 1 + (uint32_t)s->value;
+	}
+	if (s->flags & PLABEL_CS_OFFCPU)
 		a->wait = 1 + ((s->flags & PLABEL_CS_WAIT_MASK) >>
 			       PLABEL_CS_WAIT_SHIFT);
 	if ((c->flags & PLABEL_COLLECT_NAME_LABELS) && p) {
@@ -1040,6 +1065,7 @@ static int collect_record(struct plabel_collect *c,
 					r->u.labelset.count);
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
+	case PLABEL_REC_THREADSTATE:
 		return add_sample(c, r, 0);
 	case PLABEL_REC_ALLOC:
 		return add_alloc(c, r);
@@ -1093,6 +1119,9 @@ static int collect_record(struct plabel_collect *c,
 		if (!ret && r->u.exec.time_ns < c->settled)
 			c->st.late++;
 		return ret;
+	case PLABEL_REC_SYNC:
+		/* the CPU's records stamped before it are in */
+		return cpu_seen(c, r->u.sync.cpu, r->u.sync.time_ns);
 	case PLABEL_REC_COMM:
 		if (!(c->flags & PLABEL_COLLECT_NAME_LABELS))
 			return 0;

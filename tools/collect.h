@@ -25,6 +25,7 @@ struct plabel_collect_stats {
 	uint64_t samples;	/* SAMPLE records */
 	uint64_t threads;	/* THREAD records */
 	uint64_t waits;		/* OFFCPU records joined with an END */
+	uint64_t states;	/* THREADSTATE records */
 	uint64_t labelsets;	/* distinct label sets seen */
 	uint64_t lost;		/* records the kernel dropped */
 	uint64_t lost_periods;	/* sampling periods of lost samples */

@@ -82,4 +82,20 @@ const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS] = {
 		.period_type = { "space", "bytes" },
 		.optional = 1,
 	},
+	/*
+	 * Each thread's state now (plabel threads, serve's goroutine path):
+	 * never recorded, so no record flag; record and serve's windows
+	 * make none
+	 */
+	[PLABEL_PROF_THREADS] = {
+		.name = "threads",
+		.file = "threads.pb.gz",
+		.rec_type = PLABEL_REC_THREADSTATE,
+		.optional = 1,
+		.nvalues = 1,
+		.values = {
+			{ "threads", "count" },
+		},
+		.period_value = 0,
+	},
 };

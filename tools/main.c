@@ -27,6 +27,8 @@ static void plabel_usage(FILE *f)
 	      "        [--sanitize-labels] [--allow-user USER[,USER..]]\n"
 	      "        [--allow-remote]\n"
 	      "                 serve labeled profiles over HTTP (Go's pprof paths)\n"
+	      "  threads -p PID [-o FILE] [-g fp|dwarf]\n"
+	      "                 each thread's labels, state and stack now\n"
 	      "  help COMMAND   show a command's options\n"
 	      "\n"
 	      "  --version      show plabel's version\n"
@@ -43,6 +45,8 @@ static int plabel_help(const char *cmd)
 		plabel_run_usage(stdout);
 	} else if (!strcmp(cmd, "serve")) {
 		plabel_serve_usage(stdout);
+	} else if (!strcmp(cmd, "threads")) {
+		plabel_threads_usage(stdout);
 	} else if (!strcmp(cmd, "report")) {
 		static char name[] = "report";
 		char *av[] = { name, help, NULL };
@@ -73,6 +77,8 @@ int main(int argc, char **argv)
 		return plabel_cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "serve"))
 		return plabel_cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(cmd, "threads"))
+		return plabel_cmd_threads(argc - 1, argv + 1);
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
 		printf("plabel %s\n", PLABEL_VERSION);
 		return 0;

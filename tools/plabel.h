@@ -20,10 +20,12 @@
 int plabel_cmd_record(int argc, char **argv);
 int plabel_cmd_run(int argc, char **argv);
 int plabel_cmd_serve(int argc, char **argv);
+int plabel_cmd_threads(int argc, char **argv);
 
 void plabel_record_usage(FILE *f);
 void plabel_run_usage(FILE *f);
 void plabel_serve_usage(FILE *f);
+void plabel_threads_usage(FILE *f);
 
 /* Open /dev/plabel, printing the one clear message on failure: -1. */
 int plabel_open_device(void);

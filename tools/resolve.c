@@ -236,6 +236,26 @@ static const char *const wait_names[] = {
 	[PLABEL_WAIT_PREEMPTED] = "preempted",
 };
 
+/* The "state" label's values, by enum plabel_thread_state. */
+static const char *const state_names[] = {
+	[PLABEL_THREAD_RUNNING] = "running",
+	[PLABEL_THREAD_SLEEPING] = "sleeping",
+	[PLABEL_THREAD_DISK] = "disk",
+	[PLABEL_THREAD_STOPPED] = "stopped",
+	[PLABEL_THREAD_TRACED] = "traced",
+	[PLABEL_THREAD_DEAD] = "dead",
+	[PLABEL_THREAD_ZOMBIE] = "zombie",
+	[PLABEL_THREAD_PARKED] = "parked",
+	[PLABEL_THREAD_IDLE] = "idle",
+};
+
+static const char *state_name(uint32_t state)
+{
+	return state && state - 1 < sizeof(state_names) /
+				    sizeof(state_names[0]) ?
+	       state_names[state - 1] : "running";
+}
+
 static const char *wait_name(uint32_t wait)
 {
 	return wait && wait - 1 < sizeof(wait_names) / sizeof(wait_names[0]) ?
@@ -243,8 +263,9 @@ static const char *wait_name(uint32_t wait)
 }
 
 /*
- * add_sample() for a sample with process or thread names or a wait kind:
- * the label set with "process", "thread" and "wait" added (unless the
+ * add_sample() for a sample with process or thread names, a wait kind or
+ * a thread state: the label set with "process", "thread", "wait" and
+ * "state" added (unless the
  * program set those keys itself: its own win), interned once per
  * combination.
  */
@@ -253,18 +274,19 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 		     size_t nlocs)
 {
 	int pids = r->src.pid_labels;
-	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 3];
+	struct plabel_prof_label labels[PLABEL_MAX_LABELS + 4];
 	uint32_t n = 0, i, set;
 	uint64_t *slot;
-	int ret, hasp = 0, hast = 0, hasw = 0;
+	int ret, hasp = 0, hast = 0, hasw = 0, hass = 0;
 	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
 		(int64_t)a->count, (int64_t)a->nanos,
 		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
 	};
 
-	/* (set ids are far below 2^56) */
+	/* (set ids are far below 2^56; waits below 16, states too) */
 	slot = plabel_pair_slot(&r->ns,
-				(ls ? ls->id : 0) ^ (uint64_t)a->wait << 56,
+				(ls ? ls->id : 0) ^ (uint64_t)a->wait << 56 ^
+				(uint64_t)a->state << 60,
 				(uint64_t)a->pname << 32 | a->tname);
 	if (!slot)
 		return -ENOMEM;
@@ -274,6 +296,7 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 			hasp |= !strcmp(ls->labels[i].key, "process");
 			hast |= !strcmp(ls->labels[i].key, "thread");
 			hasw |= !strcmp(ls->labels[i].key, "wait");
+			hass |= !strcmp(ls->labels[i].key, "state");
 		}
 		if (a->pname && !hasp) {
 			labels[n].key = "process";
@@ -288,6 +311,10 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 		if (a->wait && !hasw) {
 			labels[n].key = "wait";
 			labels[n++].value = wait_name(a->wait);
+		}
+		if (a->state && !hass) {
+			labels[n].key = "state";
+			labels[n++].value = state_name(a->state);
 		}
 		ret = plabel_prof_labelset(r->prof, labels, n, &set);
 		if (ret)
@@ -335,7 +362,7 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 							 vals);
 		}
 	}
-	if (a->pname || a->tname || a->wait)
+	if (a->pname || a->tname || a->wait || a->state)
 		return add_named(r, a, ls, locs, nlocs);
 	if (ls) {
 		set = &r->lset_ids[plabel_lsets_index(r->src.lsets, ls)];
@@ -364,7 +391,8 @@ static int resolve_chain(struct plabel_resolver *r, struct plabel_proc *p,
 							 a->chain);
 	size_t n = (size_t)ch->nk + ch->nu, nlocs = 0, nmids = 0, max, i;
 	/* where it was: interrupted, or entered the kernel to wait */
-	int cpu = a->type == PLABEL_REC_SAMPLE || a->type == PLABEL_REC_OFFCPU;
+	int cpu = a->type == PLABEL_REC_SAMPLE || a->type == PLABEL_REC_OFFCPU ||
+		  a->type == PLABEL_REC_THREADSTATE;
 	uint64_t *e, *mids;
 
 	max = n < PLABEL_MAX_FRAMES ? n : PLABEL_MAX_FRAMES;

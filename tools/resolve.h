@@ -34,6 +34,7 @@ struct plabel_agg {
 	uint32_t type;
 	uint32_t pname, tname;	/* process and thread name ids, 0: none */
 	uint32_t wait;		/* OFFCPU: 1 + enum plabel_wait_kind; else 0 */
+	uint32_t state;		/* THREADSTATE: 1 + enum plabel_thread_state */
 	uint64_t count;		/* ALLOC: alloc_objects, scaled */
 	/* CPU nanoseconds (SAMPLE), off-CPU (OFFCPU); ALLOC: alloc_space */
 	uint64_t nanos;

@@ -46,6 +46,7 @@
  * as the library asks.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -76,6 +77,7 @@
 #include "session.h"
 #include "stream.h"
 #include "table.h"
+#include "threads.h"
 
 #define PLABEL_SERVE_READ_BUF	(4U << 20)
 /*
@@ -333,6 +335,9 @@ struct serve {
 	uint64_t refused;	/* connections not taken */
 	uint64_t refused_said;	/* of them, told on stderr */
 	uint64_t refused_ns;	/* when last told */
+	const int32_t *pids;	/* goroutine's processes (cfg's) */
+	uint32_t npids;
+	uint32_t callchain;
 
 	/* the reader's */
 	struct serve_log log;
@@ -1097,8 +1102,9 @@ static const char serve_index_html[] =
 	"<table>\n"
 	"<tr><td><a href=\"profile?seconds=30\">profile</a></td><td>CPU profile of the next N seconds (?seconds=N, default 30); filters: pid=PID[,PID..], label=KEY:VALUE</td></tr>\n"
 	"<tr><td><a href=\"threadcreate\">threadcreate</a></td><td>thread creations since the server started, with their creators' stacks and labels</td></tr>\n"
+	"<tr><td><a href=\"goroutine?debug=1\">goroutine</a></td><td>every thread of the processes served, now: its labels, state and stack (?debug=1: as text); filter: pid=PID[,PID..]</td></tr>\n"
 	"</table>\n"
-	"<p>Not available: allocs, heap, block, mutex, goroutine, trace.</p>\n"
+	"<p>Not available: allocs, heap, block, mutex, trace.</p>\n"
 	"<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10</code></p>\n"
 	"</body></html>\n";
 
@@ -1150,6 +1156,139 @@ static enum MHD_Result serve_text(struct MHD_Connection *conn,
 		return MHD_NO;
 	return serve_queue(conn, status, "text/plain; charset=utf-8",
 			   (uint8_t *)body, n, retry_after);
+}
+
+/*
+ * The processes /debug/pprof/goroutine shows: the server's -p ones, or
+ * with -a every process in /proc (the kernel leaves out those the server
+ * may not read), at most PLABEL_SERVE_THREADS_MAX_PROCS, the lowest pids
+ * first; a pid= filter keeps only its processes. *more counts those left
+ * out over the bound. A malloc()ed array, NULL on ENOMEM.
+ */
+static int32_t *serve_threads_pids(struct serve *srv,
+				   const struct plabel_serve_filter *f,
+				   uint32_t *n, uint32_t *more)
+{
+	int32_t *pids = calloc(PLABEL_SERVE_THREADS_MAX_PROCS,
+			       sizeof(*pids));
+	struct dirent *de;
+	uint32_t i, k;
+	DIR *d;
+
+	*n = 0;
+	*more = 0;
+	if (!pids)
+		return NULL;
+	if (srv->npids || f->npids) {
+		const int32_t *src = srv->npids ? srv->pids : f->pids;
+		uint32_t ns = srv->npids ? srv->npids : f->npids;
+
+		for (i = 0; i < ns; i++) {
+			/* with both: those of -p the filter names */
+			if (srv->npids && f->npids) {
+				for (k = 0; k < f->npids; k++)
+					if (f->pids[k] == src[i])
+						break;
+				if (k == f->npids)
+					continue;
+			}
+			if (*n < PLABEL_SERVE_THREADS_MAX_PROCS)
+				pids[(*n)++] = src[i];
+			else
+				(*more)++;
+		}
+		return pids;
+	}
+	d = opendir("/proc");
+	if (!d)
+		return pids;
+	while ((de = readdir(d))) {
+		unsigned long pid;
+
+		if (plabel_parse_ulong(de->d_name, 1, INT32_MAX, &pid))
+			continue;
+		if (*n < PLABEL_SERVE_THREADS_MAX_PROCS)
+			pids[(*n)++] = (int32_t)pid;
+		else
+			(*more)++;
+	}
+	closedir(d);
+	return pids;
+}
+
+/*
+ * /debug/pprof/goroutine: the threads profile of the processes served,
+ * read now (no window: the kernel answers at once), as pprof or, with
+ * ?debug=1, its text view.
+ */
+static enum MHD_Result serve_goroutine(struct serve *srv,
+				       struct MHD_Connection *conn,
+				       struct serve_query *q)
+{
+	struct plabel_prof *prof = NULL;
+	uint32_t n, more, skipped = 0;
+	char *body = NULL, note[96];
+	size_t len = 0;
+	int32_t *pids;
+	FILE *f;
+	int ret;
+
+	if (q->seconds || q->filt->nlabels)
+		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
+				  "goroutine takes no seconds or label "
+				  "arguments: it shows the threads now", NULL);
+	pids = serve_threads_pids(srv, q->filt, &n, &more);
+	if (!pids)
+		return serve_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "out of memory", NULL);
+	if (!n) {
+		free(pids);
+		return serve_text(conn, MHD_HTTP_NOT_FOUND,
+				  "no such process among those served", NULL);
+	}
+	ret = plabel_threads_profile(srv->fd, pids, n, srv->callchain, &prof,
+				     &skipped);
+	free(pids);
+	if (ret == -ESRCH || ret == -EACCES)
+		return serve_text(conn, MHD_HTTP_NOT_FOUND, ret == -ESRCH ?
+				  "no such process" :
+				  "the server may not read that process", NULL);
+	if (ret == -ENOTTY || ret == -EINVAL)
+		return serve_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "the plabel module loaded has no thread "
+				  "states (PLABEL_IOC_THREADS_GET)", NULL);
+	if (ret)
+		return serve_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  ret == -ENOMEM ? "out of memory" :
+				  "cannot read the thread states", NULL);
+	snprintf(note, sizeof(note), "processes left out: %u", more + skipped);
+	if ((more || skipped) && plabel_prof_add_comment(prof, note))
+		ret = -ENOMEM;
+	if (!ret && q->debug) {
+		f = open_memstream(&body, &len);
+		ret = f ? plabel_threads_text(prof, f) : -ENOMEM;
+		if (f && !ret && more)
+			fprintf(f, "# %u processes left out (more than %u): "
+				"ask for some with ?pid=\n", more,
+				PLABEL_SERVE_THREADS_MAX_PROCS);
+		if (f && fclose(f))
+			ret = -ENOMEM;
+	} else if (!ret) {
+		uint8_t *buf = NULL;
+
+		ret = plabel_prof_encode(prof, &buf, &len);
+		body = (char *)buf;
+	}
+	plabel_prof_free(prof);
+	if (ret) {
+		free(body);
+		return serve_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "cannot build the profile", NULL);
+	}
+	return serve_queue(conn, MHD_HTTP_OK, q->debug ?
+			   "text/plain; charset=utf-8" :
+			   "application/octet-stream", (uint8_t *)body, len,
+			   NULL);
 }
 
 /* A window with its own symbols and collector, or NULL. */
@@ -1356,6 +1495,14 @@ static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 			return serve_text(conn, MHD_HTTP_BAD_REQUEST, q.why,
 					  NULL);
 		return serve_profile(srv, req, route, &q);
+	case PLABEL_ROUTE_GOROUTINE:
+		memset(&filt, 0, sizeof(filt));
+		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
+					  serve_arg, &q);
+		if (q.why)
+			return serve_text(conn, MHD_HTTP_BAD_REQUEST, q.why,
+					  NULL);
+		return serve_goroutine(srv, conn, &q);
 	case PLABEL_ROUTE_LACKING:
 	case PLABEL_ROUTE_UNKNOWN:
 	default:
@@ -1398,8 +1545,12 @@ void plabel_serve_usage(FILE *f)
 	      "                                  (default 30; pid=PID[,PID..] and\n"
 	      "                                  label=KEY:VALUE keep only those)\n"
 	      "  /debug/pprof/threadcreate       thread creations since the start\n"
+	      "  /debug/pprof/goroutine          every thread now: labels, state,\n"
+	      "                                  stack (?debug=1: text; pid=PID[,PID..]);\n"
+	      "                                  with -a, the processes it may read,\n"
+	      "                                  at most " PLABEL_STR(PLABEL_SERVE_THREADS_MAX_PROCS) "\n"
 	      "  /debug/pprof/                   an index\n"
-	      "Other Go paths (allocs, heap, block, mutex, goroutine) answer 404\n"
+	      "Other Go paths (allocs, heap, block, mutex) answer 404\n"
 	      "with the reason. One line on stderr says where it listens; SIGINT\n"
 	      "or SIGTERM stops it (exit status 0). A profile shows the names,\n"
 	      "stacks and labels of every process sampled: keep it on loopback,\n"
@@ -1691,6 +1842,9 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->max_requests = cfg->max_requests;
 	srv->sanitize = cfg->sanitize;
 	srv->hz = cfg->hz;
+	srv->pids = cfg->pids;
+	srv->npids = cfg->npids;
+	srv->callchain = cfg->callchain;
 	srv->ready_tail = &srv->ready;
 	srv->t0_ns = serve_now_ns();
 	srv->wall0_ns = serve_wall_ns();
@@ -1977,6 +2131,9 @@ int plabel_cmd_serve(int argc, char **argv)
 			 unix_path);
 	}
 	so.target = npids ? PLABEL_TARGET_PIDS : PLABEL_TARGET_ALL;
+	cfg.pids = pids;
+	cfg.npids = npids;
+	cfg.callchain = so.callchain;
 	so.hz = cfg.hz;
 	so.pids = pids;
 	so.npids = npids;

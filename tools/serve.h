@@ -20,6 +20,8 @@
 #define PLABEL_SERVE_MAX_REQUESTS	8	/* --max-requests default */
 #define PLABEL_SERVE_MAX_FILTER_LABELS	8	/* label= in one request */
 #define PLABEL_SERVE_MAX_ALLOW		16	/* --allow-user users */
+/* /debug/pprof/goroutine with -a: the most processes one answer shows */
+#define PLABEL_SERVE_THREADS_MAX_PROCS	128
 
 /*
  * --listen HOST:PORT, [V6HOST]:PORT or :PORT (every address). HOST is a
@@ -47,6 +49,7 @@ enum plabel_serve_route {
 	PLABEL_ROUTE_INDEX,	/* /debug/pprof/ */
 	PLABEL_ROUTE_PROFILE,	/* /debug/pprof/profile */
 	PLABEL_ROUTE_THREADCREATE,	/* /debug/pprof/threadcreate */
+	PLABEL_ROUTE_GOROUTINE,	/* /debug/pprof/goroutine: thread states */
 	PLABEL_ROUTE_LACKING,	/* a Go path plabel lacks: 404 with *why */
 };
 
@@ -124,6 +127,15 @@ struct plabel_serve_cfg {
 	uint64_t duration_ns;
 	const int32_t *watch;
 	uint32_t nwatch;
+	/*
+	 * /debug/pprof/goroutine: the processes whose threads it shows
+	 * (npids 0: every process the server may read, at most
+	 * PLABEL_SERVE_THREADS_MAX_PROCS of them) and how their stacks are
+	 * taken (enum plabel_callchain).
+	 */
+	const int32_t *pids;
+	uint32_t npids;
+	uint32_t callchain;
 };
 
 /*

@@ -169,7 +169,6 @@ static const struct {
 	{ "delta_block", "plabel serve has no blocking profile" },
 	{ "mutex", "plabel serve has no mutex contention profile" },
 	{ "delta_mutex", "plabel serve has no mutex contention profile" },
-	{ "goroutine", "native programs have no goroutines (plabel threads -p PID shows threads)" },
 	{ "trace", "plabel serve has no execution trace" },
 	{ "cmdline", "plabel serve profiles other processes: it has no command line of its own to show" },
 	{ "symbol", "plabel's profiles come symbolized: there is nothing to look up" },
@@ -196,6 +195,8 @@ enum plabel_serve_route plabel_serve_route(const char *path,
 		return PLABEL_ROUTE_PROFILE;
 	if (!strcmp(name, "threadcreate"))
 		return PLABEL_ROUTE_THREADCREATE;
+	if (!strcmp(name, "goroutine"))
+		return PLABEL_ROUTE_GOROUTINE;
 	for (i = 0; i < sizeof(plabel_lacking) / sizeof(plabel_lacking[0]);
 	     i++) {
 		if (!strcmp(name, plabel_lacking[i].path)) {

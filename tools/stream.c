@@ -168,6 +168,7 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		ret = dec_fixed(rec, &rec->u.free, sizeof(rec->u.free));
 		break;
 	case PLABEL_REC_OFFCPU:
+	case PLABEL_REC_THREADSTATE:
 		ret = dec_sample(rec);
 		break;
 	case PLABEL_REC_OFFCPU_END:
@@ -188,6 +189,9 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		break;
 	case PLABEL_REC_EXEC:
 		ret = dec_fixed(rec, &rec->u.exec, sizeof(rec->u.exec));
+		break;
+	case PLABEL_REC_SYNC:
+		ret = dec_fixed(rec, &rec->u.sync, sizeof(rec->u.sync));
 		break;
 	default:
 		ret = 0;	/* unknown: the caller skips it */

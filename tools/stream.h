@@ -39,7 +39,7 @@ struct plabel_dec_rec {
 			struct plabel_dec_label labels[PLABEL_MAX_LABELS];
 		} labelset;
 		struct {
-			/* SAMPLE, THREAD, OFFCPU and ALLOC */
+			/* SAMPLE, THREAD, OFFCPU, ALLOC and THREADSTATE */
 			struct plabel_rec_sample hdr;
 			struct plabel_rec_alloc alloc;	/* ALLOC only */
 			const uint8_t *ips;	/* nr_kernel + nr_user u64s */
@@ -56,6 +56,7 @@ struct plabel_dec_rec {
 		struct plabel_rec_comm comm;
 		struct plabel_rec_free free;
 		struct plabel_rec_offcpu_end offcpu_end;
+		struct plabel_rec_sync sync;
 	} u;
 };
 

@@ -37,6 +37,8 @@ _Static_assert(sizeof(struct plabel_csample) == 40, "a held sample grew");
 #define PLABEL_CS_THREAD	(1U << 0)
 #define PLABEL_CS_PENDING	(1U << 1)
 #define PLABEL_CS_OFFCPU	(1U << 2)
+/* a THREADSTATE record: value holds its enum plabel_thread_state */
+#define PLABEL_CS_STATE		(1U << 3)
 #define PLABEL_CS_WAIT_SHIFT	4
 #define PLABEL_CS_WAIT_MASK	(0xfU << PLABEL_CS_WAIT_SHIFT)
 

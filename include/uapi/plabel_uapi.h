@@ -209,6 +209,7 @@ enum plabel_rec_type {
 	PLABEL_REC_MMAP = 6,		/* struct plabel_rec_mmap */
 	PLABEL_REC_EXEC = 7,		/* struct plabel_rec_exec */
 	PLABEL_REC_COMM = 8,		/* struct plabel_rec_comm */
+	PLABEL_REC_SYNC = 9,		/* struct plabel_rec_sync */
 	/* 16, 17: off-CPU records, see below */
 };
 
@@ -366,6 +367,20 @@ struct plabel_rec_comm {
 };
 
 /*
+ * CPU cpu's SAMPLE, THREAD and OFFCPU records stamped before time_ns are
+ * all in the stream before this record: none stamped earlier follows. Sent
+ * for CPUs whose ring a read() found empty, so that a reader can settle
+ * times that an idle CPU's silence would hold back. time_ns grows from one
+ * SYNC of a CPU to the next.
+ */
+struct plabel_rec_sync {
+	struct plabel_rec_header hdr;
+	__u32 cpu;
+	__u32 reserved;		/* 0 */
+	__u64 time_ns;
+};
+
+/*
  * ---- Off-CPU records ----
  *
  * All numbers of this part in one place: the record mask bit, the record
@@ -508,5 +523,100 @@ struct plabel_rec_free {
 };
 
 /* ---- end of heap profiling ---- */
+
+/*
+ * ---- Thread states ----
+ *
+ * PLABEL_IOC_THREADS_GET: what each thread of process pid (a thread group
+ * id in the caller's pid namespace) is doing now, like a goroutine
+ * profile. The kernel writes whole records of the stream format to buf:
+ * a LABELSET record before the first THREADSTATE record that carries its
+ * id, then one PLABEL_REC_THREADSTATE record per thread. The call itself
+ * makes no session and needs none.
+ *
+ * The caller needs ptrace read access to the process (as
+ * PTRACE_MODE_READ_FSCREDS, checked for each thread too: a thread it may
+ * not read is left out and counted in nhidden); -ESRCH when there is no
+ * such process (pid names no thread group leader), -EINVAL for pid <= 0.
+ * Kernel stacks (PLABEL_THREADS_KERNEL) need CAP_PERFMON or
+ * CAP_SYS_ADMIN (-EPERM), and a kernel that exports
+ * stack_trace_save_tsk() to modules (-EOPNOTSUPP on 5.10 and 6.1).
+ *
+ * At most PLABEL_THREADS_MAX threads are reported, the first in the
+ * process's thread list; nthreads says how many it has. When buf fills
+ * before the last of them, the call fails with -ENOSPC after writing
+ * whole records up to buf_used and setting nthreads: the caller retries
+ * with a larger buffer (a thread's record takes at most
+ * sizeof(struct plabel_rec_sample) + 8 * (PLABEL_THREADS_KSTACK_MAX +
+ * max_stack + PLABEL_REGS_NR) + stack_size bytes, a LABELSET record at
+ * most 24 + PLABEL_MAX_LABELS * (8 + PLABEL_MAX_KEY_LEN +
+ * PLABEL_MAX_VALUE_LEN) bytes).
+ */
+#define PLABEL_THREADS_MAX		4096
+#define PLABEL_THREADS_KSTACK_MAX	64
+
+/* struct plabel_threads_get_args.flags */
+#define PLABEL_THREADS_KERNEL	(1U << 0)	/* kernel stacks too */
+
+struct plabel_threads_get_args {
+	__u32 size;
+	__u32 flags;		/* PLABEL_THREADS_* */
+	__s32 pid;		/* thread group id */
+	__u32 callchain;	/* enum plabel_callchain: FP or DWARF */
+	__u64 buf;		/* user buffer for the records */
+	__u32 buf_len;		/* its size, bytes */
+	__u32 buf_used;		/* out: bytes of whole records written */
+	__u32 max_stack;	/* user frames (fp), 0: kernel.plabel.max_stack */
+	__u32 stack_size;	/* dwarf stack bytes, multiple of 8,
+				 * 0: kernel.plabel.stack_size */
+	__u32 nthreads;		/* out: threads the process has */
+	__u32 nhidden;		/* out: of those, left out (not readable) */
+};
+
+#define PLABEL_IOC_THREADS_GET	_IOWR(PLABEL_IOC_MAGIC, 0x30, struct plabel_threads_get_args)
+
+/*
+ * PLABEL_REC_THREADSTATE: one thread as it is now. struct
+ * plabel_rec_sample, laid out and followed like a SAMPLE's: time_ns when
+ * it was looked at, set_id its labels (what a sample taken now would
+ * carry: its slot's id, else its kernel-stored set), cpu the CPU it last
+ * ran on, wait_state an enum plabel_thread_state and wait_kind (for a
+ * thread in S or D state) the enum plabel_wait_kind of the system call it
+ * waits in (PLABEL_WAIT_PREEMPTED: runnable). The user call chain starts
+ * at the address the thread returns to in user mode (where it blocked:
+ * the instruction after its system call); in fp mode it is walked from
+ * the thread's saved registers, and registers and a stack copy follow
+ * (PLABEL_SAMPLE_REGS): in dwarf mode stack_size bytes, in fp mode at
+ * most 2 KiB, as for OFFCPU records, for the frames of the C library's
+ * system call wrappers, which keep no frame pointer. The kernel chain (PLABEL_THREADS_KERNEL)
+ * is where it sleeps inside the kernel.
+ *
+ * A thread on a CPU at that moment has no stacks: its registers are not
+ * saved anywhere, and anything read would be stale
+ * (PLABEL_THREADSTATE_ONCPU, state RUNNING). A thread that ran while its
+ * stacks were read has them dropped (PLABEL_THREADSTATE_MOVED), and so
+ * does one that is exiting. Labels the caller may not read (a set made
+ * by another process it cannot ptrace) are left out: set_id 0 and
+ * PLABEL_THREADSTATE_NOLABELS.
+ */
+#define PLABEL_REC_THREADSTATE	20	/* struct plabel_rec_sample */
+
+#define PLABEL_THREADSTATE_ONCPU	(1U << 12)	/* running on a CPU */
+#define PLABEL_THREADSTATE_MOVED	(1U << 13)	/* ran meanwhile */
+#define PLABEL_THREADSTATE_NOLABELS	(1U << 14)	/* labels not readable */
+
+/* A thread's state (its letter in /proc/PID/task/TID/stat). */
+enum plabel_thread_state {
+	PLABEL_THREAD_RUNNING = 0,	/* R: running or runnable */
+	PLABEL_THREAD_SLEEPING = 1,	/* S: interruptible wait */
+	PLABEL_THREAD_DISK = 2,		/* D: uninterruptible (disk, I/O) */
+	PLABEL_THREAD_STOPPED = 3,	/* T: stopped by a signal */
+	PLABEL_THREAD_TRACED = 4,	/* t: stopped by a tracer */
+	PLABEL_THREAD_DEAD = 5,		/* X */
+	PLABEL_THREAD_ZOMBIE = 6,	/* Z */
+	PLABEL_THREAD_PARKED = 7,	/* P */
+	PLABEL_THREAD_IDLE = 8,		/* I: idle kernel wait */
+	PLABEL_THREAD_NSTATES
+};
 
 #endif /* _UAPI_PLABEL_H */

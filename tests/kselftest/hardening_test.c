@@ -863,6 +863,29 @@ static int hd_cg_write(const char *dir, const char *file, const char *v)
 	return ok ? 0 : -EIO;
 }
 
+/* A memory cgroup for a test at grp; nonzero when the kernel has none. */
+static int hd_cg_setup(char *grp, size_t len)
+{
+	mkdir(HD_CG, 0755);
+	if (mount("none", HD_CG, "cgroup2", 0, NULL) && errno != EBUSY)
+		return -errno;
+	if (hd_cg_write(HD_CG, "cgroup.subtree_control", "+memory")) {
+		umount(HD_CG);
+		return -ENOENT;
+	}
+	snprintf(grp, len, "%s/hd", HD_CG);
+	mkdir(grp, 0755);
+	return 0;
+}
+
+static void hd_cg_teardown(const char *grp)
+{
+	for (int i = 0; i < 50 && rmdir(grp); i++)
+		usleep(100000);
+	umount(HD_CG);
+	rmdir(HD_CG);
+}
+
 TEST_F_TIMEOUT(hd, references_charged_to_memcg, 120)
 {
 	char pidbuf[32], grp[600];
@@ -873,15 +896,8 @@ TEST_F_TIMEOUT(hd, references_charged_to_memcg, 120)
 
 	HD_NEED_DEVICE();
 	HD_NEED_ROOT();
-	mkdir(HD_CG, 0755);
-	if (mount("none", HD_CG, "cgroup2", 0, NULL) && errno != EBUSY)
-		SKIP(return, "no cgroup2: %s", strerror(errno));
-	if (hd_cg_write(HD_CG, "cgroup.subtree_control", "+memory")) {
-		umount(HD_CG);
-		SKIP(return, "no memory controller");
-	}
-	snprintf(grp, sizeof(grp), "%s/hd", HD_CG);
-	mkdir(grp, 0755);
+	if (hd_cg_setup(grp, sizeof(grp)))
+		SKIP(return, "no cgroup2 with a memory controller");
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(done));
 	pid = fork();
@@ -926,10 +942,65 @@ TEST_F_TIMEOUT(hd, references_charged_to_memcg, 120)
 	       (after - before) / 1024);
 	/* 16384 references, one index node each: over 4 MiB */
 	EXPECT_LT(4LL << 20, after - before);
-	for (int i = 0; i < 50 && rmdir(grp); i++)
-		usleep(100000);
-	umount(HD_CG);
-	rmdir(HD_CG);
+	hd_cg_teardown(grp);
+}
+
+/*
+ * A session's rings and tables are charged to the memory cgroup of whoever
+ * starts it: with 4 MiB rings, starting one must raise the starter's
+ * memory.current by at least a ring for each online CPU.
+ */
+TEST_F_TIMEOUT(hd, session_charged_to_memcg, 120)
+{
+	long long ring_kb, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int go[2], res[2];
+	char pidbuf[32], grp[600];
+	long long delta = -1;
+	pid_t pid;
+	char c;
+
+	HD_NEED_DEVICE();
+	HD_NEED_ROOT();
+	ring_kb = su_read_num(SU_SYSCTL "ring_kb");
+	if (ring_kb < 0)
+		SKIP(return, "no ring_kb sysctl");
+	if (hd_cg_setup(grp, sizeof(grp)))
+		SKIP(return, "no cgroup2 with a memory controller");
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(res));
+	ASSERT_EQ(0, su_write_num(SU_SYSCTL "ring_kb", 4096));
+	pid = fork();
+	if (!pid) {
+		struct plabel_session_start_args a;
+		long long before, after;
+		int fd;
+
+		if (read(go[0], &c, 1) != 1 || (fd = hd_open()) < 0)
+			_exit(80);
+		su_args_init(&a);
+		before = hd_cg_num(grp, "memory.current");
+		if (su_start(fd, &a))
+			_exit(81);
+		after = hd_cg_num(grp, "memory.current");
+		delta = after - before;
+		if (write(res[1], &delta, sizeof(delta)) != sizeof(delta))
+			_exit(82);
+		su_stop(fd);
+		close(fd);
+		_exit(0);
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	ASSERT_EQ(0, hd_cg_write(grp, "cgroup.procs", pidbuf));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(res[1]);
+	if (read(res[0], &delta, sizeof(delta)) != sizeof(delta))
+		delta = -1;
+	EXPECT_EQ(0, hd_wait(pid));
+	su_write_num(SU_SYSCTL "ring_kb", ring_kb);
+	TH_LOG("session start charged %lld KiB to the starter's cgroup "
+	       "(%lld CPUs, 4096 KiB rings)", delta / 1024, ncpu);
+	EXPECT_LE(ncpu * (4LL << 20), delta);
+	hd_cg_teardown(grp);
 }
 
 /* --- 7. what processes can do to a root session ------------------------ */

@@ -141,18 +141,6 @@ static uint64_t ms_lost(struct su_stream *st, uint32_t kind)
 }
 
 /* Records that went through the rings: all but STREAM and LOST. */
-static uint64_t ms_ring_records(struct su_stream *st)
-{
-	struct plabel_rec_header *h;
-	uint64_t n = 0;
-	size_t off;
-
-	FOR_EACH_REC(st, h, off)
-		if (h->type != PLABEL_REC_STREAM && h->type != PLABEL_REC_LOST)
-			n++;
-	return n;
-}
-
 /* --- rates and targets ------------------------------------------------- */
 
 /*
@@ -435,8 +423,8 @@ TEST(stalled_session_loses_only_its_records)
 	ASSERT_EQ(0, sa.bad) TH_LOG("%s", sa.why);
 
 	lost_a = su_count(&sa, PLABEL_REC_LOST);
-	got_a = ms_ring_records(&sa);
-	got_b = ms_ring_records(&sb);
+	got_a = su_ring_records(&sa);
+	got_b = su_ring_records(&sb);
 	pb = ms_periods(&sb, getpid(), &nb);
 	eb = cpu / (1e9 / 999);
 	TH_LOG("A: %llu records read, %llu lost; B: %llu read, %llu samples, %llu periods for %.0f expected",

@@ -1512,4 +1512,58 @@ TEST(comm_records)
 	close(fd);
 }
 
+/*
+ * A CPU that runs nothing the session follows still tells the reader how
+ * far its records are in: SYNC records for it, later and later, while the
+ * followed thread burns another CPU. (su_check() holds every stream to the
+ * SYNC promise: no record of a CPU stamped before its last SYNC.)
+ */
+TEST(idle_cpu_sends_sync)
+{
+	struct su_stream st = { 0 };
+	struct su_reader rd;
+	struct plabel_rec_header *h;
+	uint64_t t0, last[2] = { 0, 0 };
+	int syncs[2] = { 0, 0 }, fd;
+	cpu_set_t set, old;
+	size_t off;
+
+	NEED_ROOT();
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(old), &old));
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start_session(fd, PLABEL_TARGET_PIDS,
+				   PLABEL_CALLCHAIN_FP, PLABEL_RECORD_CPU,
+				   99, 0));
+	t0 = su_now_ns();
+	/* the reader thread inherits CPU 0 and sleeps there */
+	ASSERT_EQ(0, su_reader_start(&rd, fd));
+	su_burn_until(t0 + 1500000000ULL);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rd, &st);
+	sched_setaffinity(0, sizeof(old), &old);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sync *y = (void *)h;
+
+		if (h->type != PLABEL_REC_SYNC || y->cpu > 1)
+			continue;
+		syncs[y->cpu]++;
+		last[y->cpu] = y->time_ns;
+	}
+	TH_LOG("SYNC records: cpu 0 %d (last at +%lld ms), cpu 1 %d "
+	       "(last at +%lld ms)", syncs[0],
+	       (long long)(last[0] - t0) / 1000000, syncs[1],
+	       (long long)(last[1] - t0) / 1000000);
+	/* the idle CPU's watermark moved through the run, not only once */
+	EXPECT_LE(2, syncs[1]);
+	EXPECT_LT(t0 + 500000000ULL, last[1]);
+	su_stream_free(&st);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

@@ -386,17 +386,7 @@ TEST(lost_records_tiny_ring)
 	su_check(&st);
 	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
 	lost = su_count(&st, PLABEL_REC_LOST);
-	/* STREAM and LOST are made by read(), the rest went through rings */
-	delivered = 0;
-	{
-		struct plabel_rec_header *h;
-		size_t off = 0;
-
-		while ((h = su_next(&st, &off)))
-			if (h->type != PLABEL_REC_STREAM &&
-			    h->type != PLABEL_REC_LOST)
-				delivered++;
-	}
+	delivered = su_ring_records(&st);
 	EXPECT_LT(0U, lost);
 	EXPECT_LT(0U, su_count(&st, PLABEL_REC_SAMPLE));
 	EXPECT_EQ((uint64_t)(lost1 - lost0), lost);

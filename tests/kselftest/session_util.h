@@ -280,14 +280,61 @@ static inline struct plabel_rec_header *su_next(struct su_stream *st,
 }
 
 /* Check each record's size against its type; counts errors in st->bad. */
+/*
+ * Every record's size against its type; and the promise of SYNC records:
+ * no SAMPLE, THREAD, OFFCPU or ALLOC record of a CPU stamped before the
+ * time of that CPU's last SYNC, and SYNC times growing.
+ */
+#define SU_SYNC_CPUS	1024
+
+static inline void su_check_sync(struct su_stream *st, uint64_t *synced,
+				 struct plabel_rec_header *h)
+{
+	if (h->type == PLABEL_REC_SYNC) {
+		struct plabel_rec_sync *y = (void *)h;
+
+		if (y->cpu >= SU_SYNC_CPUS || y->reserved ||
+		    y->time_ns <= synced[y->cpu]) {
+			st->bad++;
+			snprintf(st->why, sizeof(st->why),
+				 "SYNC cpu %u at %llu after %llu", y->cpu,
+				 (unsigned long long)y->time_ns,
+				 y->cpu < SU_SYNC_CPUS ? (unsigned long long)
+				 synced[y->cpu] : 0ULL);
+			return;
+		}
+		synced[y->cpu] = y->time_ns;
+	} else if (h->type == PLABEL_REC_SAMPLE ||
+		   h->type == PLABEL_REC_THREAD ||
+		   h->type == PLABEL_REC_OFFCPU ||
+		   h->type == PLABEL_REC_ALLOC) {
+		struct plabel_rec_sample *s = (void *)h;
+
+		if (s->cpu < SU_SYNC_CPUS && s->time_ns < synced[s->cpu]) {
+			st->bad++;
+			snprintf(st->why, sizeof(st->why),
+				 "type %u on cpu %u at %llu, before its SYNC "
+				 "at %llu", h->type, s->cpu,
+				 (unsigned long long)s->time_ns,
+				 (unsigned long long)synced[s->cpu]);
+		}
+	}
+}
+
 static inline void su_check(struct su_stream *st)
 {
+	static uint64_t synced[SU_SYNC_CPUS];
 	struct plabel_rec_header *h;
 	size_t off = 0;
 
+	memset(synced, 0, sizeof(synced));
 	while ((h = su_next(st, &off))) {
 		size_t need = 0;
 
+		if (h->size >= sizeof(struct plabel_rec_sample) ||
+		    (h->type == PLABEL_REC_SYNC &&
+		     h->size >= sizeof(struct plabel_rec_sync)))
+			su_check_sync(st, synced, h);
 		switch (h->type) {
 		case PLABEL_REC_STREAM:
 			need = sizeof(struct plabel_rec_stream);
@@ -307,7 +354,8 @@ static inline void su_check(struct su_stream *st)
 		}
 		case PLABEL_REC_SAMPLE:
 		case PLABEL_REC_THREAD:
-		case PLABEL_REC_OFFCPU: {
+		case PLABEL_REC_OFFCPU:
+		case PLABEL_REC_THREADSTATE: {
 			struct plabel_rec_sample *s = (void *)h;
 
 			need = sizeof(*s);
@@ -350,6 +398,9 @@ static inline void su_check(struct su_stream *st)
 		case PLABEL_REC_OFFCPU_END:
 			need = sizeof(struct plabel_rec_offcpu_end);
 			break;
+		case PLABEL_REC_SYNC:
+			need = sizeof(struct plabel_rec_sync);
+			break;
 		default:
 			st->bad++;
 			snprintf(st->why, sizeof(st->why), "unknown type %u",
@@ -363,6 +414,20 @@ static inline void su_check(struct su_stream *st)
 				 h->type, h->size, need);
 		}
 	}
+}
+
+/* Records that went through the rings: not STREAM, LOST, SYNC (read()'s). */
+static inline uint64_t su_ring_records(struct su_stream *st)
+{
+	struct plabel_rec_header *h;
+	uint64_t n = 0;
+	size_t off = 0;
+
+	while ((h = su_next(st, &off)))
+		if (h->type != PLABEL_REC_STREAM &&
+		    h->type != PLABEL_REC_LOST && h->type != PLABEL_REC_SYNC)
+			n++;
+	return n;
 }
 
 static inline uint64_t *su_ips(struct plabel_rec_sample *s)

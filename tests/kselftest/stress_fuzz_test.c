@@ -1204,6 +1204,7 @@ static int fz_tally_buf(struct fz_tally *y, const char *buf, size_t len)
 		}
 		switch (h->type) {
 		case PLABEL_REC_STREAM:
+		case PLABEL_REC_SYNC:	/* made by read(), not in a ring */
 			break;
 		case PLABEL_REC_LOST:
 			if (((const struct plabel_rec_lost *)h)->kind ==

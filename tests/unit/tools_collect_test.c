@@ -550,6 +550,102 @@ static void oc_out(struct sbuf *b, uint64_t set, uint32_t tid, uint64_t t_ms,
 	s->wait_kind = kind;
 }
 
+/* A THREADSTATE record of thread tid of pid 10, in state, with set. */
+static void ts_rec(struct sbuf *b, uint64_t set, uint32_t tid,
+		   uint32_t state, uint32_t kind, const uint64_t *ips)
+{
+	struct plabel_rec_sample *s;
+
+	s = sb_sample(b, PLABEL_REC_THREADSTATE, set, 10, ips, 0, 1);
+	s->flags = 0;
+	s->tid = tid;
+	s->wait_state = state;
+	s->wait_kind = kind;
+}
+
+/*
+ * THREADSTATE records make the threads profile: one count per thread,
+ * with its labels, "state" and, for a waiting thread, "wait"; nothing in
+ * the other kinds; an unknown state reads as running.
+ */
+TEST(threadstate_profile)
+{
+	static const char *const kva[] = { "job", "reader" };
+	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
+	struct plabel_prof_sample_info si;
+	struct plabel_collect_stats st;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	static struct sbuf b;
+	int io = 0, sleeping = 0, running = 0, total = 0;
+	size_t i, k;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	b.len = 0;
+	sb_labelset(&b, 1, kva, 1);
+	ts_rec(&b, 1, 11, PLABEL_THREAD_SLEEPING, PLABEL_WAIT_IO, ips);
+	ts_rec(&b, 1, 12, PLABEL_THREAD_SLEEPING, PLABEL_WAIT_IO, ips);
+	ts_rec(&b, 0, 13, PLABEL_THREAD_DISK, PLABEL_WAIT_IO, ips);
+	/* runnable: no wait label, whatever the kind says */
+	ts_rec(&b, 0, 14, PLABEL_THREAD_RUNNING, PLABEL_WAIT_PREEMPTED, ips);
+	ts_rec(&b, 0, 15, 77, PLABEL_WAIT_SLEEP, ips);
+	c = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(5, st.states);
+	EXPECT_EQ(0, st.samples);
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		if (k != PLABEL_PROF_THREADS)
+			EXPECT_EQ(0, plabel_prof_num_samples(profs[k]));
+	ASSERT_EQ(1, plabel_prof_num_values(profs[PLABEL_PROF_THREADS]));
+	EXPECT_STREQ("threads",
+		     plabel_prof_sample_type(profs[PLABEL_PROF_THREADS], 0).type);
+	EXPECT_STREQ("count",
+		     plabel_prof_sample_type(profs[PLABEL_PROF_THREADS], 0).unit);
+	/* one sample a thread: the tids keep them apart */
+	EXPECT_EQ(5, plabel_prof_num_samples(profs[PLABEL_PROF_THREADS]));
+	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_THREADS]);
+	     i++) {
+		const struct plabel_prof_label *state, *wait, *job;
+
+		plabel_prof_get_sample(profs[PLABEL_PROF_THREADS], i, &si);
+		EXPECT_EQ(1, si.values[0]);
+		total += si.values[0];
+		state = find_label(&si, "state");
+		wait = find_label(&si, "wait");
+		job = find_label(&si, "job");
+		ASSERT_NE(NULL, state);
+		if (!strcmp(state->value, "running")) {
+			EXPECT_EQ(NULL, wait);
+			running++;
+			continue;
+		}
+		ASSERT_NE(NULL, wait);
+		EXPECT_STREQ("io", wait->value);
+		io++;
+		if (!strcmp(state->value, "sleeping")) {
+			ASSERT_NE(NULL, job);
+			EXPECT_STREQ("reader", job->value);
+			sleeping++;
+		} else {
+			EXPECT_STREQ("disk", state->value);
+			EXPECT_EQ(NULL, job);
+		}
+	}
+	EXPECT_EQ(5, total);
+	EXPECT_EQ(3, io);
+	EXPECT_EQ(2, sleeping);
+	EXPECT_EQ(2, running);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /*
  * OFFCPU records meet their ENDs in either order; one without an END (a
  * short wait) or an END without its OFFCPU record (it was lost) count for
@@ -1411,6 +1507,96 @@ TEST(name_labels_from_exec_and_comm)
 	b.len = 0;
 	sb_rec(&b, PLABEL_REC_COMM, sizeof(struct plabel_rec_comm) - 8);
 	EXPECT_EQ(-EBADMSG, decode_all(b.data, b.len, &dec));
+	plabel_syms_free(syms);
+}
+
+/*
+ * Two CPUs, samples on CPU 0 only: without SYNC records for CPU 1 the
+ * watermark never passes and every sample stays held until the caller's
+ * settled time says; with them, samples are merged as CPU 1's SYNC times
+ * pass, and the profile is the same.
+ */
+#define SY_N	100000
+
+static struct plabel_collect *sy_feed(struct plabel_syms *syms, int syncs,
+				      uint64_t *max_held)
+{
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_rec_stream *sr;
+	struct plabel_rec_sample *smp;
+	struct plabel_rec_sync *y;
+	struct plabel_collect *c;
+	uint64_t ip;
+	size_t i;
+
+	c = plabel_collect_new(syms, 0);
+	if (!c)
+		return NULL;
+	*max_held = 0;
+	b.len = 0;
+	sr = sb_rec(&b, PLABEL_REC_STREAM, sizeof(*sr));
+	sr->version = PLABEL_REC_VERSION;
+	sr->period_ns = 1000000;
+	sr->ncpus = 2;
+	sb_labelset(&b, 1, (const char *const[]){ "k", "v" }, 1);
+	for (i = 0; i < SY_N; i++) {
+		ip = 0x400000 + 16 * (i % 50);
+		smp = sb_sample(&b, PLABEL_REC_SAMPLE, 1, 100, &ip, 0, 1);
+		smp->time_ns = 1000 + 10 * i;
+		smp->cpu = 0;
+		if (syncs && i % 1000 == 999) {
+			/* a read() found CPU 1's ring empty */
+			y = sb_rec(&b, PLABEL_REC_SYNC, sizeof(*y));
+			y->cpu = 1;
+			y->time_ns = smp->time_ns - 500;
+		}
+		if (b.len > sizeof(b.data) - 512 || i == SY_N - 1) {
+			if (plabel_collect_buffer(c, b.data, b.len) ||
+			    plabel_collect_settled(c, 0))
+				goto fail;
+			b.len = 0;
+			plabel_collect_stats(c, &st);
+			if (st.held > *max_held)
+				*max_held = st.held;
+		}
+	}
+	return c;
+fail:
+	plabel_collect_free(c);
+	return NULL;
+}
+
+TEST(sync_records_settle_an_idle_cpu)
+{
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_collect_stats st[2];
+	struct plabel_prof *cpu[2], *tc[2];
+	struct plabel_collect *c;
+	uint64_t held[2];
+	int k;
+
+	ASSERT_NE(NULL, syms);
+	for (k = 0; k < 2; k++) {
+		c = sy_feed(syms, k, &held[k]);
+		ASSERT_NE(NULL, c);
+		plabel_collect_stats(c, &st[k]);
+		ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu[k], &tc[k]));
+		plabel_collect_free(c);
+		EXPECT_EQ(SY_N, st[k].samples);
+	}
+	TH_LOG("most samples held: %llu without SYNC, %llu with",
+	       (unsigned long long)held[0], (unsigned long long)held[1]);
+	EXPECT_EQ(SY_N, held[0]);
+	EXPECT_EQ(0, st[0].merged);
+	EXPECT_LT(0, st[1].merged);
+	EXPECT_GT(16384 + 2000 + 1100, held[1]);
+	EXPECT_EQ(plabel_prof_num_samples(cpu[0]),
+		  plabel_prof_num_samples(cpu[1]));
+	for (k = 0; k < 2; k++) {
+		plabel_prof_free(cpu[k]);
+		plabel_prof_free(tc[k]);
+	}
 	plabel_syms_free(syms);
 }
 

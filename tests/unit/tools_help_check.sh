@@ -28,7 +28,7 @@ doc_help() {
 		sed -e '1{/^$/d}' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
-for c in record run serve; do
+for c in record run serve threads; do
 	doc_help "$c" >"$tmp/doc"
 	if [ ! -s "$tmp/doc" ]; then
 		t_fail "$c: documented" "no '.. help: $c' block in Documentation/tools.rst"
@@ -47,7 +47,7 @@ done
 "$PLABEL" help report >"$tmp/rep" 2>&1
 t_ok "plabel help report" grep -q "^usage: plabel report" "$tmp/rep"
 "$PLABEL" --help >"$tmp/top"
-for c in record report run serve; do
+for c in record report run serve threads; do
 	t_ok "plabel --help lists $c" grep -q "^  $c " "$tmp/top"
 done
 

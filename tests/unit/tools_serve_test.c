@@ -96,9 +96,8 @@ TEST(routes)
 		  plabel_serve_route("/debug/pprof/block", &why));
 	EXPECT_EQ(PLABEL_ROUTE_LACKING,
 		  plabel_serve_route("/debug/pprof/mutex", &why));
-	EXPECT_EQ(PLABEL_ROUTE_LACKING,
+	EXPECT_EQ(PLABEL_ROUTE_GOROUTINE,
 		  plabel_serve_route("/debug/pprof/goroutine", &why));
-	EXPECT_NE(NULL, strstr(why, "goroutine"));
 	EXPECT_EQ(PLABEL_ROUTE_LACKING,
 		  plabel_serve_route("/debug/pprof/delta_heap", &why));
 	EXPECT_EQ(PLABEL_ROUTE_LACKING, plabel_serve_route("/debug/fgprof", &why));
@@ -601,8 +600,16 @@ TEST_F(srv, index_paths_and_bad_requests)
 	EXPECT_EQ(404, r.status);
 	EXPECT_NE(NULL, strstr((char *)r.body, "heap profile"));
 	free(r.body);
+	/* (the server's stream here is no /dev/plabel: no thread states) */
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/goroutine?debug=1", &r));
-	EXPECT_EQ(404, r.status);
+	EXPECT_EQ(503, r.status);
+	EXPECT_NE(NULL, strstr((char *)r.body, "no thread states"));
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/goroutine?seconds=3", &r));
+	EXPECT_EQ(400, r.status);
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/goroutine?pid=x", &r));
+	EXPECT_EQ(400, r.status);
 	free(r.body);
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/profile?seconds=abc", &r));
 	EXPECT_EQ(400, r.status);
