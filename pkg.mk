@@ -18,7 +18,7 @@ DKMS_SRC	:= /usr/src/$(DKMS_NAME)-$(PLABEL_VERSION)
 DKMS_KERNEL	?= $(shell uname -r)
 
 .PHONY: userspace dkms-source dkms-install dkms-remove deb
-userspace: libplabel $(PLABEL_BIN) man
+userspace: libplabel $(HEAP_LIB) $(PLABEL_BIN) man
 
 dkms-source: $(KMOD_SRCS) dkms.conf VERSION
 	install -d $(DESTDIR)$(DKMS_SRC)

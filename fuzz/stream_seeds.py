@@ -11,6 +11,8 @@ import sys
 
 STREAM, LABELSET, SAMPLE, THREAD, LOST, MMAP, EXEC = range(1, 8)
 OFFCPU, OFFCPU_END = 16, 17
+ALLOC, FREE = 18, 19
+LOST_FREES = 16
 
 
 def rec(rtype, body):
@@ -50,6 +52,24 @@ def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None,
     return rec(rtype, body)
 
 
+def lost(n, kind=0):
+    return rec(LOST, struct.pack("<IIQ", 1, kind, n))
+
+
+def alloc(sid, pid, addr, size, uips, time=1000, weight=524288):
+    """An ALLOC record: a SAMPLE's fixed part, the block, the chain."""
+    body = struct.pack("<QQIIII", time, sid, pid, pid, 0, 1)
+    body += struct.pack("<Q", 0)
+    body += struct.pack("<HHI", 0, len(uips), 0)
+    body += struct.pack("<QQQQ", addr, size, size, weight)
+    body += b"".join(struct.pack("<Q", ip) for ip in uips)
+    return rec(ALLOC, body)
+
+
+def free(pid, addr, time=2000):
+    return rec(FREE, struct.pack("<QIIQ", time, pid, pid, addr))
+
+
 def offcpu(sid, pid, tid, uips, time, kind, regs=None, stack=b""):
     """An OFFCPU record: tid left its CPU at time, wait kind kind."""
     flags = 2 if regs else 0
@@ -63,10 +83,6 @@ def offcpu(sid, pid, tid, uips, time, kind, regs=None, stack=b""):
 
 def offcpu_end(pid, tid, out, end):
     return rec(OFFCPU_END, struct.pack("<QQIIII", end, out, pid, tid, 0, 0))
-
-
-def lost(n):
-    return rec(LOST, struct.pack("<IIQ", 1, 0, n))
 
 
 def mmap(pid, start, end, off, path):
@@ -99,6 +115,15 @@ def main():
                stack=struct.pack("<4Q", 0x400020, 0x400030, 0, 0x7ffd0000)),
         "unknown": rec(99, b"\1" * 24) + lost(1) + rec(LABELSET, b""),
         "unresolved": sample(SAMPLE, 77, 3, [], [0x1000, 0x2000]),
+        # heap: a FREE before its ALLOC (another CPU's ring), an address
+        # sampled twice, a FREE of a block never sampled, lost FREEs
+        "heap": stream() + labelset(5, [(b"endpoint", b"alpha")]) +
+        mmap(42, 0x400000, 0x401000, 0, b"/bin/true") +
+        free(42, 0x10000, time=3000) +
+        alloc(5, 42, 0x10000, 100, [0x400010, 0x400020], time=1000) +
+        alloc(5, 42, 0x20000, 4000, [0x400030], time=1100) +
+        alloc(0, 42, 0x20000, 64, [0x400030], time=4000) +
+        free(42, 0x90000) + lost(2, LOST_FREES),
         # thread CPU times, two CPUs' records out of time order, a thread
         # created (tid 44) before its samples
         "cputime": stream() + labelset(5, [(b"worker", b"alpha")]) +

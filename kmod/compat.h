@@ -216,6 +216,25 @@ static inline int plabel_task_dumpable(struct task_struct *t)
 #endif
 
 /*
+ * A mapping's flags are changed through vm_flags_mod() from 6.3 on (the
+ * field became read-only for everyone else); before, directly. Under the
+ * mmap lock, in an mmap handler.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+static inline void plabel_vm_flags_mod(struct vm_area_struct *vma,
+				       unsigned long set, unsigned long clear)
+{
+	vm_flags_mod(vma, set, clear);
+}
+#else
+static inline void plabel_vm_flags_mod(struct vm_area_struct *vma,
+				       unsigned long set, unsigned long clear)
+{
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+}
+#endif
+
+/*
  * Another task's saved user registers (the pt_regs at the top of its
  * kernel stack), copied into *regs; false when its stack is gone. The
  * caller holds a reference to t, which keeps the task_struct, not its

@@ -7,6 +7,7 @@
  *   task.c     per-task entries, the slot, clone/exec/exit tracepoints
  *   session.c  profiling sessions, read()/poll(), per-CPU rings
  *   sample.c   perf cpu-clock counters, the overflow handler, call chains
+ *   heap.c     the heap page (mmap) and the HEAP_ALLOC/HEAP_FREE ioctls
  *   threads.c  PLABEL_IOC_THREADS_GET: every thread's labels, state, stacks
  *
  * Context rules: functions marked "any context" may run in hard interrupt
@@ -33,6 +34,7 @@ struct pid;
 struct pt_regs;
 struct dentry;
 struct plabel_session;
+struct vm_area_struct;
 
 /* Tunables (sysctls in main.c). Read with READ_ONCE(). */
 extern unsigned int plabel_max_labels;
@@ -190,6 +192,21 @@ __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 			     poll_table *wait);
 void plabel_session_release(struct plabel_file *pf);
 
+/* heap.c */
+int plabel_heap_init(void);
+void plabel_heap_exit(void);
+int plabel_heap_mmap(struct file *file, struct vm_area_struct *vma);
+/* Process context, the arguments copied in. */
+long plabel_heap_ioctl(unsigned int cmd, struct plabel_heap_args *a);
+/* Under plabel_session_mutex. */
+void plabel_heap_set_interval(u64 interval);
+
+/*
+ * session.c, process context: ALLOC records for current to each heap
+ * session following it (returns how many got one), FREE records.
+ */
+int plabel_session_on_alloc(const struct plabel_heap_args *a);
+void plabel_session_on_free(u64 addr);
 /* offcpu.c: what task t waits for (enum plabel_wait_kind), process context */
 u32 plabel_task_wait_kind(struct task_struct *t);
 

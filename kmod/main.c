@@ -3,7 +3,7 @@
  * plabel: labeled profiling for native programs.
  *
  * The misc device /dev/plabel, ioctl dispatch, sysctls under kernel.plabel,
- * debugfs counters, and module init/exit.
+ * debugfs counters, and module init/exit. mmap maps the heap page (heap.c).
  *
  * Lock order (see labels.c, task.c, session.h): pf->lock, then the intern
  * lock; the session mutex, then the intern lock. What may run in interrupt
@@ -191,6 +191,7 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 		struct plabel_labels_set_args labels_set;
 		struct plabel_labels_get_args labels_get;
 		struct plabel_slot_args slot;
+		struct plabel_heap_args heap;
 		struct plabel_threads_get_args threads_get;
 	} a;
 	u32 usize;
@@ -255,6 +256,15 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_START):
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_STOP):
 		return plabel_session_ioctl(pf, file, cmd, arg);
+	case PLABEL_IOC_BASE(PLABEL_IOC_HEAP_ALLOC):
+	case PLABEL_IOC_BASE(PLABEL_IOC_HEAP_FREE):
+		err = PLABEL_ARGS_IN(uarg, a.heap);
+		if (err)
+			return err;
+		return plabel_heap_ioctl(PLABEL_IOC_BASE(cmd) ==
+					 PLABEL_IOC_BASE(PLABEL_IOC_HEAP_FREE) ?
+					 PLABEL_IOC_HEAP_FREE :
+					 PLABEL_IOC_HEAP_ALLOC, &a.heap);
 	}
 	return -ENOTTY;
 }
@@ -270,12 +280,18 @@ static __poll_t plabel_poll(struct file *file, poll_table *wait)
 	return plabel_session_poll(file->private_data, file, wait);
 }
 
+static int plabel_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return plabel_heap_mmap(file, vma);
+}
+
 static const struct file_operations plabel_fops = {
 	.owner		= THIS_MODULE,
 	.open		= plabel_open,
 	.release	= plabel_release,
 	.read		= plabel_read,
 	.poll		= plabel_poll,
+	.mmap		= plabel_mmap,
 	.unlocked_ioctl	= plabel_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 };
@@ -321,9 +337,12 @@ static int __init plabel_init(void)
 	int err;
 
 	plabel_debugfs_init();
-	err = plabel_labels_init();
+	err = plabel_heap_init();
 	if (err)
 		goto err_debugfs;
+	err = plabel_labels_init();
+	if (err)
+		goto err_heap;
 	err = plabel_session_init();
 	if (err)
 		goto err_labels;
@@ -348,6 +367,8 @@ err_session:
 	plabel_session_exit();
 err_labels:
 	plabel_labels_exit();
+err_heap:
+	plabel_heap_exit();
 err_debugfs:
 	debugfs_remove_recursive(plabel_debugfs_dir);
 	return err;
@@ -362,6 +383,7 @@ static void __exit plabel_exit(void)
 	plabel_task_exit();
 	plabel_session_exit();
 	plabel_labels_exit();
+	plabel_heap_exit();
 }
 
 module_init(plabel_init);

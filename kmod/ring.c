@@ -46,16 +46,31 @@ void plabel_ring_free(struct plabel_ring *r)
 }
 
 /*
- * Reserve max bytes (a multiple of 8) for one record. Fails, counting the
- * record as lost, when the ring lacks the room.
+ * Reserve max bytes (a multiple of 8) for one record, leaving the ring's
+ * keep bytes (room for FREE records in a heap session) free. Fails,
+ * counting the record as lost, when the ring lacks the room.
  */
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max)
+{
+	return plabel_wr_begin_keep(w, r, max, r->keep);
+}
+
+u32 plabel_ring_room(struct plabel_ring *r)
 {
 	/* the consumer is done with bytes before tail */
 	u64 tail = smp_load_acquire(&r->tail);
 
-	if (unlikely(!smp_load_acquire(&r->data)) ||
-	    max > r->size - (u32)(r->head - tail)) {
+	if (unlikely(!smp_load_acquire(&r->data)))
+		return 0;
+	return r->size - (u32)(r->head - tail);
+}
+
+bool plabel_wr_begin_keep(struct plabel_wr *w, struct plabel_ring *r, u32 max,
+			  u32 keep)
+{
+	u32 room = plabel_ring_room(r);
+
+	if (max > room || keep > room - max) {
 		WRITE_ONCE(r->lost, r->lost + 1);
 		__this_cpu_inc(plabel_stats.lost);
 		return false;

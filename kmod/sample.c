@@ -241,7 +241,8 @@ static u32 plabel_snap_len(unsigned long sp, u32 size, unsigned long top)
  * current's stack ends, 0 when not known. Interrupts are off.
  */
 static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
-			      struct plabel_rec_sample *rec, bool kernel,
+			      struct plabel_rec_sample *rec,
+			      const void *extra, u32 extra_len, bool kernel,
 			      struct pt_regs *kregs, unsigned long *kfirst,
 			      struct pt_regs *uregs, unsigned long top,
 			      struct plabel_wr *wp)
@@ -251,10 +252,13 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 	struct plabel_wr w;
 
 	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kernel, snap,
-						     snap_size)))
+						     snap_size) + extra_len))
 		return false;
 	/* the fixed part last, once its counts are known */
 	plabel_wr_skip(&w, sizeof(*rec));
+	/* ALLOC: its plabel_rec_alloc (a multiple of 8 bytes) */
+	if (extra_len)
+		plabel_wr_put(&w, extra, extra_len);
 	if (kernel)
 		rec->nr_kernel = plabel_kernel_chain(&w, kregs, kfirst);
 	if (uregs) {
@@ -434,8 +438,8 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 
 	/* a late sample stands for each period it covers */
 	rec.flags |= (weight - 1) << PLABEL_SAMPLE_PERIODS_SHIFT;
-	if (plabel_emit_chain(s, &c->ring, &rec, kregs != NULL, kregs, NULL,
-			      uregs, top, NULL))
+	if (plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kregs != NULL, kregs,
+			      NULL, uregs, top, NULL))
 		__this_cpu_inc(plabel_stats.samples);
 	else
 		WRITE_ONCE(c->ring.lost_periods, c->ring.lost_periods + weight);
@@ -504,10 +508,79 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	if (!(clone_flags & CLONE_THREAD))
 		rec.flags |= PLABEL_THREAD_PROCESS;
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
-	plabel_emit_chain(s, &c->ring, &rec, false, NULL, NULL, uregs,
+	plabel_emit_chain(s, &c->ring, &rec, NULL, 0, false, NULL, NULL, uregs,
 			  stack_top, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
+	plabel_session_committed(s, &c->ring);
+}
+
+/*
+ * A sampled allocation of current (HEAP_ALLOC), from its system call: the
+ * user registers are those it entered the kernel with, so the stack starts
+ * in the C library's ioctl() and runs through the allocator's frames to
+ * the allocating function. Stamped with the labels a sample would carry
+ * now. Process context with interrupts off.
+ */
+bool plabel_sample_alloc(struct plabel_session *s,
+			 const struct plabel_heap_args *a)
+{
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
+	struct plabel_rec_sample rec = {
+		.hdr.type = PLABEL_REC_ALLOC,
+		.time_ns = ktime_get_ns(),
+		.pid = current->tgid,
+		.tid = current->pid,
+		.cpu = smp_processor_id(),
+		.flags = PLABEL_SAMPLE_USER,
+	};
+	struct plabel_rec_alloc info = {
+		.addr = a->addr,
+		.requested = a->requested,
+		.usable = a->usable,
+		.weight = a->weight,
+	};
+	struct pt_regs *uregs = plabel_user_regs(NULL);
+	struct plabel_set *set;
+	unsigned long top;
+	bool ok;
+
+	rcu_read_lock();
+	set = plabel_current_set_rcu(&top);
+	rec.set_id = plabel_labels_for(s, &c->ring, set);
+	rcu_read_unlock();
+	ok = plabel_emit_chain(s, &c->ring, &rec, &info, sizeof(info), false,
+			       NULL, NULL, uregs, top, NULL);
+	if (uregs)
+		plabel_session_note_mm(s, c, rec.time_ns);
+	plabel_session_committed(s, &c->ring);
+	return ok;
+}
+
+/*
+ * The FREE of a block an ALLOC reported: into the room ALLOCs and the
+ * other records leave free, else counted exactly (lost_frees). Process
+ * context with interrupts off.
+ */
+void plabel_sample_free(struct plabel_session *s, u64 addr)
+{
+	struct plabel_cpu *c = s->cpu[smp_processor_id()];
+	struct plabel_rec_free rec = {
+		.hdr.type = PLABEL_REC_FREE,
+		.time_ns = ktime_get_ns(),
+		.pid = current->tgid,
+		.tid = current->pid,
+		.addr = addr,
+	};
+	struct plabel_wr w;
+
+	if (plabel_ring_room(&c->ring) < sizeof(rec) ||
+	    !plabel_wr_begin_keep(&w, &c->ring, sizeof(rec), 0)) {
+		WRITE_ONCE(c->ring.lost_frees, c->ring.lost_frees + 1);
+		return;
+	}
+	plabel_wr_put(&w, &rec, sizeof(rec));
+	plabel_wr_commit(&w);
 	plabel_session_committed(s, &c->ring);
 }
 
@@ -549,8 +622,8 @@ void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
 	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
-	if (!plabel_emit_chain(s, &c->ring, &rec, kernel, NULL, kfirst, uregs,
-			       top, NULL)) {
+	if (!plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kernel, NULL, kfirst,
+			       uregs, top, NULL)) {
 		plabel_offcpu_release(slot);
 		return;
 	}

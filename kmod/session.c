@@ -20,7 +20,10 @@
  *     if records wait;
  *   - the wake irq_work: wakes a sleeping reader when a ring is half full;
  *   - the sync callback (RCU, softirq): publishes the time before which
- *     every ring holds all its records, for SYNC records.
+ *     every ring holds all its records, for SYNC records;
+ *   - the HEAP_ALLOC and HEAP_FREE ioctls (heap.c), process context:
+ *     plabel_session_on_alloc() and plabel_session_on_free(), each ring
+ *     write with interrupts disabled, as on_clone's.
  * A reader is woken rarely: each wake-up costs the profiled programs a
  * read's worth of CPU time, whether one record waits or thousands.
  */
@@ -640,6 +643,61 @@ void plabel_session_on_comm(struct task_struct *task, const char *comm)
 	rcu_read_unlock();
 }
 
+/* Heap records */
+
+/*
+ * Under plabel_session_mutex, after the running list changed: the heap
+ * page says the smallest interval of the running heap sessions.
+ */
+static void plabel_session_heap_interval(void)
+{
+	struct plabel_session *s;
+	u64 iv = 0;
+
+	list_for_each_entry(s, &plabel_sessions, node)
+		if ((s->record & PLABEL_RECORD_HEAP) &&
+		    (!iv || s->heap_bytes < iv))
+			iv = s->heap_bytes;
+	plabel_heap_set_interval(iv);
+}
+
+int plabel_session_on_alloc(const struct plabel_heap_args *a)
+{
+	struct plabel_session *s;
+	unsigned long flags;
+	int n = 0;
+
+	rcu_read_lock();
+	plabel_for_each_session(s) {
+		if (!(s->record & PLABEL_RECORD_HEAP) ||
+		    !plabel_session_wants(s, current->tgid))
+			continue;
+		local_irq_save(flags);
+		if (plabel_sample_alloc(s, a))
+			n++;
+		local_irq_restore(flags);
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+void plabel_session_on_free(u64 addr)
+{
+	struct plabel_session *s;
+	unsigned long flags;
+
+	rcu_read_lock();
+	plabel_for_each_session(s) {
+		if (!(s->record & PLABEL_RECORD_HEAP) ||
+		    !plabel_session_wants(s, current->tgid))
+			continue;
+		local_irq_save(flags);
+		plabel_sample_free(s, addr);
+		local_irq_restore(flags);
+	}
+	rcu_read_unlock();
+}
+
 /*
  * The sched_switch probe (offcpu.c), with out when prev leaves waiting,
  * in when next is a user thread: prev is current, the runqueue lock is
@@ -705,10 +763,14 @@ static int plabel_session_args(struct plabel_session *s,
 	if (a->flags || a->pad || a->pad2 || a->target > PLABEL_TARGET_TREE ||
 	    a->callchain > PLABEL_CALLCHAIN_DWARF ||
 	    (a->record & ~(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
-			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_OFFCPU)))
+			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_OFFCPU |
+			   PLABEL_RECORD_HEAP)))
 		return -EINVAL;
 	if (a->offcpu_min_us > PLABEL_MAX_OFFCPU_MIN_US ||
 	    (a->offcpu_min_us && !(a->record & PLABEL_RECORD_OFFCPU)))
+		return -EINVAL;
+	if ((a->record & PLABEL_RECORD_HEAP) ?
+	    a->heap_bytes > PLABEL_HEAP_BYTES_MAX : a->heap_bytes)
 		return -EINVAL;
 	if (a->target == PLABEL_TARGET_ALL ? a->npids || a->pids :
 	    !a->npids || a->npids > PLABEL_MAX_PIDS)
@@ -727,6 +789,8 @@ static int plabel_session_args(struct plabel_session *s,
 	s->max_stack = clamp_t(u32, v, 1, PLABEL_STACK_MAX);
 	v = a->stack_size ?: READ_ONCE(plabel_stack_size);
 	s->stack_size = round_down(min_t(u32, v, PLABEL_SNAP_MAX), 8);
+	if (s->record & PLABEL_RECORD_HEAP)
+		s->heap_bytes = a->heap_bytes ?: PLABEL_HEAP_BYTES_DEFAULT;
 	v = a->offcpu_min_us ?: READ_ONCE(plabel_offcpu_min_us);
 	s->offcpu_min_ns = (u64)min_t(u32, v, PLABEL_MAX_OFFCPU_MIN_US) *
 			   NSEC_PER_USEC;
@@ -775,6 +839,9 @@ static int plabel_session_alloc_cpus(struct plabel_session *s)
 		if (!s->cpu[cpu])
 			return -ENOMEM;
 		s->cpu[cpu]->rnd = get_random_u64() | 1;
+		if (s->record & PLABEL_RECORD_HEAP)
+			s->cpu[cpu]->ring.keep =
+				s->ring_size >> PLABEL_FREE_RESERVE_SHIFT;
 	}
 	/*
 	 * The rings of the CPUs online now, charged to the caller; no
@@ -889,6 +956,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	}
 	__set_bit(slot, plabel_slots);
 	list_add_tail_rcu(&s->node, &plabel_sessions);
+	plabel_session_heap_interval();
 	plabel_nr_sessions++;
 	plabel_nr_held++;
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
@@ -921,6 +989,7 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 		return;
 	plabel_sample_stop(s);
 	list_del_rcu(&s->node);
+	plabel_session_heap_interval();
 	plabel_nr_sessions--;
 	synchronize_rcu();
 	if (s->offcpu_hooked)
@@ -1062,7 +1131,11 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 		      plabel_copy_lost(buf, len, &done, cpu,
 				       PLABEL_LOST_PERIODS,
 				       READ_ONCE(r->lost_periods),
-				       &r->lost_periods_seen);
+				       &r->lost_periods_seen) ?:
+		      plabel_copy_lost(buf, len, &done, cpu,
+				       PLABEL_LOST_FREES,
+				       READ_ONCE(r->lost_frees),
+				       &r->lost_frees_seen);
 		if (err == -ENOSPC)
 			break;
 		if (err)

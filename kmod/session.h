@@ -62,18 +62,23 @@
 #define PLABEL_SCAN_HIST	64	/* mms whose last walk is kept */
 #define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
 #define PLABEL_WEIGHT_MAX	PLABEL_SAMPLE_PERIODS_MAX
+/* Ring bytes an ALLOC leaves free, for FREEs: size >> this */
+#define PLABEL_FREE_RESERVE_SHIFT	3
 #define PLABEL_OFFCPU_BUCKETS	4096	/* off-CPU table, a power of 2 */
 #define PLABEL_OFFCPU_WAYS	4	/* slots per bucket */
 
 struct plabel_ring {
 	u8 *data;
 	u32 size;		/* bytes, power of two */
+	u32 keep;		/* bytes only FREE records may take */
 	u64 head;		/* producer position */
 	u64 tail;		/* consumer position */
 	u64 lost;		/* producer: records dropped, in total */
 	u64 lost_seen;		/* consumer: drops already reported */
 	u64 lost_periods;	/* producer: periods of dropped samples */
 	u64 lost_periods_seen;	/* consumer */
+	u64 lost_frees;		/* producer: FREE records dropped */
+	u64 lost_frees_seen;	/* consumer */
 	u64 sync_sent;		/* consumer: time_ns of the last SYNC */
 };
 
@@ -135,6 +140,7 @@ struct plabel_session {
 	u64 period_ns;
 	u32 max_stack;
 	u32 stack_size;
+	u64 heap_bytes;		/* PLABEL_RECORD_HEAP: mean sampling interval */
 	u32 slot;		/* its bit in plabel_set.emitted, while running */
 	u64 offcpu_min_ns;	/* shortest wait with an OFFCPU_END record */
 	struct plabel_offcpu_slot *offcpu;	/* OFFCPU: the table */
@@ -204,6 +210,11 @@ DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
 int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node);
 void plabel_ring_free(struct plabel_ring *r);
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max);
+/* The same, when keep bytes would still be free after max. */
+bool plabel_wr_begin_keep(struct plabel_wr *w, struct plabel_ring *r, u32 max,
+			  u32 keep);
+/* Bytes a record may take now (0 before the ring has its bytes). */
+u32 plabel_ring_room(struct plabel_ring *r);
 void plabel_wr_put(struct plabel_wr *w, const void *src, u32 len);
 void plabel_wr_skip(struct plabel_wr *w, u32 len);
 u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
@@ -259,5 +270,13 @@ void plabel_sample_stop(struct plabel_session *s);
 void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 			  u64 clone_flags, struct plabel_set *set,
 			  unsigned long stack_top);
+/*
+ * Process context, irqs off: an ALLOC record of current (false: no room,
+ * counted as a lost record), a FREE record (no room: counted in
+ * lost_frees).
+ */
+bool plabel_sample_alloc(struct plabel_session *s,
+			 const struct plabel_heap_args *a);
+void plabel_sample_free(struct plabel_session *s, u64 addr);
 
 #endif /* PLABEL_SESSION_H */

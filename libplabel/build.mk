@@ -85,3 +85,41 @@ install: $(LIB_SO) $(LIB_A) $(LIB_PC)
 		-e 's|@VERSION@|$(PLABEL_LIB_VERSION)|' libplabel/plabel.pc.in \
 		> $(DESTDIR)$(LIBDIR)/pkgconfig/plabel.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/plabel.pc
+
+# libplabel-heap.so, the heap sampler `plabel record --heap` preloads:
+# a module for LD_PRELOAD, not a library to link, so under lib/plabel/.
+HEAP_LIB_DIR	:= $(LIB_DIR)/plabel
+HEAP_LIB	:= $(HEAP_LIB_DIR)/libplabel-heap.so
+HEAP_CORE_HDRS	:= libplabel/heap_core.h include/uapi/plabel_uapi.h
+
+$(LIB_DIR)/obj/heap_core.o: libplabel/heap_core.c $(HEAP_CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+$(LIB_DIR)/obj/heap.o: libplabel/heap.c $(HEAP_CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -ftls-model=initial-exec -c -o $@ $<
+
+$(HEAP_LIB): $(LIB_DIR)/obj/heap.o $(LIB_DIR)/obj/heap_core.o libplabel/build.mk
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(LIB_DIR)/obj/heap.o $(LIB_DIR)/obj/heap_core.o \
+		-Wl,-z,defs -Wl,-z,relro -Wl,-z,now -Wl,-z,nodelete \
+		$(LDFLAGS) -lm -ldl -lpthread
+
+ALL_TARGETS	+= $(HEAP_LIB)
+
+# The host test of the table and the intervals links heap_core.o.
+TEST_DEPS_lib_heap_test		+= $(LIB_DIR)/obj/heap_core.o
+TEST_LDLIBS_lib_heap_test	+= $(LIB_DIR)/obj/heap_core.o -lm
+
+install-heap: $(HEAP_LIB)
+	install -d $(DESTDIR)$(LIBDIR)/plabel
+	install -m 0644 $(HEAP_LIB) $(DESTDIR)$(LIBDIR)/plabel/
+install: install-heap
+.PHONY: install-heap
+$(B)/tests/unit/lib_heap_test: ALL_CFLAGS += -Wno-sign-compare
+
+# The preloaded library against glibc's behaviour, on the host.
+TEST_DEPS_lib_heap_shim_test	+= $(HEAP_LIB)
+TEST_LDLIBS_lib_heap_shim_test	+= -ldl
+$(B)/tests/unit/lib_heap_shim_test: ALL_CFLAGS += -Wno-sign-compare

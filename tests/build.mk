@@ -81,3 +81,4 @@ check-deb:
 check-debug: all kmod-debug
 	@B=$(B) HOST_TESTS= VM_TESTS="$(VM_TESTS)" KERNELS=debug \
 		DEBUG_E2E=1 tests/check.sh
+$(B)/tests/kselftest/heap_test: ALL_CFLAGS += -Wno-sign-compare

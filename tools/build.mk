@@ -11,7 +11,7 @@ TOOLS_OBJS	:= $(patsubst tools/%.c,$(B)/tools/%.o,$(TOOLS_SRCS))
 TOOLS_LIB_OBJS	:= $(filter-out $(B)/tools/main.o,$(TOOLS_OBJS))
 TOOLS_LIB	:= $(B)/tools/libplabeltool.a
 TOOLS_LDLIBS	:= $(PROTO_LDLIBS) -lprotobuf-c -lz -ldw -lelf \
-		   -lunwind-x86_64 -lunwind -lmicrohttpd -lpthread
+		   -lunwind-x86_64 -lunwind -lmicrohttpd -lpthread -lm
 PLABEL_BIN	:= $(B)/bin/plabel
 
 # The one place the version is kept: VERSION at the top of the tree.
@@ -19,7 +19,8 @@ PLABEL_VERSION	:= $(shell cat VERSION)
 
 $(B)/tools/%.o: tools/%.c $(TOOLS_HDRS) $(PROTO_HDR) VERSION
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DPLABEL_VERSION='"$(PLABEL_VERSION)"' -Itools -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DPLABEL_VERSION='"$(PLABEL_VERSION)"' \
+		-DPLABEL_LIBDIR='"$(LIBDIR)"' -Itools -c -o $@ $<
 
 $(TOOLS_LIB): $(TOOLS_LIB_OBJS) $(PROTO_OBJ)
 	rm -f $@

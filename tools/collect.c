@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,16 @@
 #include "table.h"
 #include "unwind.h"
 #include "weigh.h"
+
+/*
+ * Frames of the heap profile viewers hide, with all they call: the
+ * allocator's entry points (libplabel-heap.so's and the C library's) and
+ * the system call that reports the sample.
+ */
+#define PLABEL_HEAP_DROP	\
+	"(malloc|calloc|realloc|reallocarray|free|memalign|aligned_alloc|" \
+	"posix_memalign|valloc|pvalloc|plabel_heap_.*|__libc_.*|ioctl|" \
+	"__ioctl|__GI___ioctl)"
 
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	16384
@@ -125,6 +136,25 @@ struct plabel_collect {
 	uint32_t skip_pid;	/* 0: none */
 	struct plabel_timeline *tl;	/* NULL: no timeline */
 	uint64_t start_ns;	/* of the STREAM record */
+
+	/*
+	 * Heap: every ALLOC (its sample as held samples are, and the
+	 * block) and every FREE, kept until the end, when the frees are
+	 * matched to the allocations by process, address and time.
+	 */
+	struct plabel_heap_ev {
+		struct plabel_csample s;
+		uint64_t addr, bytes, weight;
+		uint32_t pid;
+		uint32_t live;	/* set when matching */
+	} *heap;
+	size_t nheap, heap_cap;
+	struct plabel_free_ev {
+		uint64_t addr, time_ns;
+		uint32_t pid, reserved;
+	} *frees;
+	size_t nfrees, frees_cap;
+	uint64_t heap_rate;
 };
 
 void plabel_collect_free(struct plabel_collect *c)
@@ -143,6 +173,8 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_itab_free(&c->agg_tab);
 	free(c->agg_hint);
 	plabel_weigher_release(&c->weigher);
+	free(c->heap);
+	free(c->frees);
 	plabel_chains_release(&c->chains);
 	plabel_names_release(&c->names);
 	plabel_unwinder_free(c->unwinder);
@@ -157,6 +189,11 @@ void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns)
 {
 	if (period_ns)
 		c->period_ns = period_ns;
+}
+
+void plabel_collect_set_heap_rate(struct plabel_collect *c, uint64_t bytes)
+{
+	c->heap_rate = bytes;
 }
 
 void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid)
@@ -240,6 +277,7 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	c->syms = syms;
 	c->flags = flags;
 	c->period_ns = 10000000;
+	c->heap_rate = PLABEL_HEAP_BYTES_DEFAULT;
 	plabel_spool_init(&c->spool);
 	c->fold_at = PLABEL_FOLD_BATCH;
 	if ((flags & PLABEL_COLLECT_PREFAULT) && prefault(c)) {
@@ -662,6 +700,83 @@ static int add_sample(struct plabel_collect *c,
 }
 
 /*
+ * An ALLOC: its chain now (a dwarf snapshot unwound at once, not
+ * spooled: allocations are sampled rarely), kept to the end.
+ */
+static int add_alloc(struct plabel_collect *c, const struct plabel_dec_rec *r)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	struct plabel_heap_ev *e;
+	struct plabel_proc *p;
+	uint32_t gen, chain, src;
+	int ret;
+
+	c->st.allocs++;
+	p = plabel_procs_get(&c->procs, h->pid);
+	if (!p)
+		return -ENOMEM;
+	ret = note_names(c, p, r);
+	if (ret)
+		return ret;
+	p = plabel_procs_get(&c->procs, h->pid);
+	if (!p)
+		return -ENOMEM;
+	gen = plabel_proc_gen(p, h->time_ns);
+	if (plabel_proc_view(p, gen))
+		return -ENOMEM;
+	if (!p->nview && p->tried_gen != gen + 1 &&
+	    (gen || h->pid != c->skip_pid)) {
+		if (r->u.sample.has_regs) {
+			if (read_maps(c, p, h->time_ns) ||
+			    plabel_proc_view(p, gen))
+				return -ENOMEM;
+		} else {
+			if (plabel_grow(&c->want, &c->want_cap, c->nwant,
+					sizeof(*c->want)))
+				return -ENOMEM;
+			c->want[c->nwant].proc =
+				plabel_procs_index(&c->procs, p);
+			c->want[c->nwant].gen = gen;
+			c->want[c->nwant++].time_ns = h->time_ns;
+			p->tried_gen = gen + 1;
+		}
+	}
+	ret = sample_chain(c, p, r, 1, &chain);
+	if (ret)
+		return ret;
+	if (src_get(c, h->pid, h->set_id, &src) ||
+	    plabel_grow(&c->heap, &c->heap_cap, c->nheap, sizeof(*c->heap)))
+		return -ENOMEM;
+	e = &c->heap[c->nheap++];
+	memset(e, 0, sizeof(*e));
+	e->s.time_ns = h->time_ns;
+	e->s.tid = h->tid;
+	e->s.chain = chain;
+	e->s.src = src;
+	e->addr = r->u.sample.alloc.addr;
+	e->bytes = r->u.sample.alloc.requested;
+	e->weight = r->u.sample.alloc.weight;
+	e->pid = h->pid;
+	return 0;
+}
+
+static int add_free(struct plabel_collect *c, const struct plabel_rec_free *f)
+{
+	struct plabel_free_ev *e;
+
+	c->st.frees++;
+	if (plabel_grow(&c->frees, &c->frees_cap, c->nfrees,
+			sizeof(*c->frees)))
+		return -ENOMEM;
+	e = &c->frees[c->nfrees++];
+	e->addr = f->addr;
+	e->time_ns = f->time_ns;
+	e->pid = f->pid;
+	e->reserved = 0;
+	return 0;
+}
+
+/*
  * Unwind the snapshot of pending sample s, the next in the spool, against
  * the mappings of its process at its time (some may have been recorded
  * after it), and give it the unwound chain unless its own is longer.
@@ -1000,12 +1115,19 @@ static int collect_record(struct plabel_collect *c,
 	case PLABEL_REC_THREAD:
 	case PLABEL_REC_THREADSTATE:
 		return add_sample(c, r, 0);
+	case PLABEL_REC_ALLOC:
+		return add_alloc(c, r);
+	case PLABEL_REC_FREE:
+		return add_free(c, &r->u.free);
 	case PLABEL_REC_OFFCPU:
 		return add_offcpu(c, r);
 	case PLABEL_REC_OFFCPU_END:
 		return add_offcpu_end(c, &r->u.offcpu_end);
 	case PLABEL_REC_LOST:
 		switch (r->u.lost.kind) {
+		case PLABEL_LOST_FREES:
+			c->st.lost_frees += r->u.lost.lost;
+			break;
 		case PLABEL_LOST_MAPPINGS:
 			c->st.lost_maps += r->u.lost.lost;
 			break;
@@ -1389,6 +1511,244 @@ static int build_one(struct plabel_collect *c, const struct plabel_kind *k,
 	return ret ? ret : plabel_resolve_comments(prof, &c->st);
 }
 
+/* ---- the heap profile ---- */
+
+/* Events of one block address, in time order: ALLOCs first at a tie. */
+static int heap_ev_cmp(const void *a, const void *b)
+{
+	const struct plabel_heap_ev *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->s.time_ns != y->s.time_ns)
+		return x->s.time_ns < y->s.time_ns ? -1 : 1;
+	return 0;
+}
+
+static int free_ev_cmp(const void *a, const void *b)
+{
+	const struct plabel_free_ev *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Which sampled blocks are still in use: each FREE ends the allocation
+ * of its process and address made last before it; a FREE with none was
+ * of a block sampled before recording (or by the process's parent before
+ * its fork), and a block whose address is sampled again before any FREE
+ * came counts as freed (its FREE was not seen). A process that exec'ed
+ * after an allocation no longer has it.
+ */
+static void heap_match(struct plabel_collect *c)
+{
+	size_t i = 0, j = 0;
+
+	if (c->nheap)
+		qsort(c->heap, c->nheap, sizeof(*c->heap), heap_ev_cmp);
+	if (c->nfrees)
+		qsort(c->frees, c->nfrees, sizeof(*c->frees), free_ev_cmp);
+	c->st.frees_unmatched = 0;
+	c->st.frees_implied = 0;
+	for (i = 0; i < c->nheap; i++)
+		c->heap[i].live = 1;
+	i = 0;
+	while (i < c->nheap || j < c->nfrees) {
+		struct plabel_heap_ev *a = i < c->nheap ? &c->heap[i] : NULL;
+		struct plabel_free_ev *f = j < c->nfrees ? &c->frees[j] : NULL;
+		int take_alloc;
+
+		if (!f)
+			take_alloc = 1;
+		else if (!a)
+			take_alloc = 0;
+		else if (a->pid != f->pid)
+			take_alloc = a->pid < f->pid;
+		else if (a->addr != f->addr)
+			take_alloc = a->addr < f->addr;
+		else
+			take_alloc = a->s.time_ns <= f->time_ns;
+		if (take_alloc) {
+			/* the previous one at this address was freed */
+			if (i && c->heap[i - 1].pid == a->pid &&
+			    c->heap[i - 1].addr == a->addr &&
+			    c->heap[i - 1].live) {
+				c->heap[i - 1].live = 0;
+				c->st.frees_implied++;
+			}
+			i++;
+			continue;
+		}
+		if (i && c->heap[i - 1].pid == f->pid &&
+		    c->heap[i - 1].addr == f->addr && c->heap[i - 1].live)
+			c->heap[i - 1].live = 0;
+		else
+			c->st.frees_unmatched++;
+		j++;
+	}
+	for (i = 0; i < c->nheap; i++) {
+		struct plabel_heap_ev *a = &c->heap[i];
+		struct plabel_proc *p = plabel_procs_get(&c->procs, a->pid);
+
+		if (a->live && p && plabel_proc_gen(p, a->s.time_ns) != p->nexec)
+			a->live = 0;
+	}
+}
+
+struct plabel_heap_key {
+	struct plabel_agg a;	/* count, nanos: 0 */
+	uint64_t weight;
+	uint64_t bytes;
+	uint32_t live;
+};
+
+static int heap_key_cmp(const void *x, const void *y)
+{
+	const struct plabel_heap_key *k = x, *l = y;
+	const struct plabel_agg *a = &k->a, *b = &l->a;
+
+#define PLABEL_CMP(f)	do { if (a->f != b->f) return a->f < b->f ? -1 : 1; } while (0)
+	PLABEL_CMP(pid);
+	PLABEL_CMP(tid);
+	PLABEL_CMP(gen);
+	PLABEL_CMP(chain);
+	PLABEL_CMP(set_id);
+	PLABEL_CMP(pname);
+	PLABEL_CMP(tname);
+#undef PLABEL_CMP
+	if (k->weight != l->weight)
+		return k->weight < l->weight ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Go's scaleHeapSample(): the count and bytes of samples taken at a mean
+ * interval of rate bytes, of average size avg, stand for 1 / (1 -
+ * exp(-avg / rate)) times as many.
+ */
+static void heap_scale(double count, double bytes, double rate,
+		       uint64_t *ocount, uint64_t *obytes)
+{
+	double scale;
+
+	if (count <= 0 || bytes <= 0) {
+		*ocount = *obytes = 0;
+		return;
+	}
+	scale = rate > 1 ? 1 / (1 - exp(-bytes / count / rate)) : 1;
+	*ocount = (uint64_t)llround(count * scale);
+	*obytes = (uint64_t)llround(bytes * scale);
+}
+
+/* Heap comments: what in-use figures rest on. 0 or -ENOMEM. */
+static int heap_comments(struct plabel_prof *prof,
+			 const struct plabel_collect_stats *st)
+{
+	char line[160];
+
+	if (plabel_prof_add_comment(prof, "heap: in-use figures count only allocations sampled while recording"))
+		return -ENOMEM;
+	if (st->lost_frees) {
+		snprintf(line, sizeof(line),
+			 "heap: %" PRIu64 " FREE records lost: in-use figures are too high and cannot be trusted",
+			 st->lost_frees);
+		if (plabel_prof_add_comment(prof, line))
+			return -ENOMEM;
+	}
+	snprintf(line, sizeof(line), "heap: sampled allocations: %" PRIu64
+		 ", frees: %" PRIu64 " (of blocks sampled before recording or before a fork: %" PRIu64 ")",
+		 st->allocs, st->frees, st->frees_unmatched);
+	if (plabel_prof_add_comment(prof, line))
+		return -ENOMEM;
+	if (st->frees_implied) {
+		snprintf(line, sizeof(line),
+			 "heap: blocks taken as freed because their address was sampled again: %" PRIu64,
+			 st->frees_implied);
+		if (plabel_prof_add_comment(prof, line))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The heap profile from the ALLOC and FREE records. 0 or -ENOMEM. */
+static int build_heap(struct plabel_collect *c, struct plabel_prof *prof)
+{
+	const struct plabel_resolve_src src = {
+		.syms = c->syms,
+		.procs = &c->procs,
+		.chains = &c->chains,
+		.lsets = &c->lsets,
+		.names = &c->names,
+		.pid_labels = !!(c->flags & PLABEL_COLLECT_PID_LABELS),
+	};
+	struct plabel_resolver *r;
+	struct plabel_heap_key *keys;
+	size_t i, j, n = 0;
+	int ret = 0;
+
+	heap_match(c);
+	plabel_prof_set_period(prof, (int64_t)c->heap_rate);
+	ret = plabel_prof_set_drop_frames(prof, PLABEL_HEAP_DROP, NULL);
+	if (ret)
+		return ret;
+	keys = calloc(c->nheap ? c->nheap : 1, sizeof(*keys));
+	r = plabel_resolver_new(&src, prof);
+	if (!keys || !r) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c->nheap; i++) {
+		struct plabel_heap_key *k = &keys[n];
+
+		if (sample_key(c, &c->heap[i].s, &k->a) == 0)
+			continue;
+		k->a.type = PLABEL_REC_ALLOC;
+		k->a.count = 0;
+		k->a.nanos = 0;
+		k->weight = c->heap[i].weight;
+		k->bytes = c->heap[i].bytes;
+		k->live = c->heap[i].live;
+		n++;
+	}
+	if (n)
+		qsort(keys, n, sizeof(*keys), heap_key_cmp);
+	for (i = 0; i < n && !ret; i = j) {
+		double ac = 0, ab = 0, ic = 0, ib = 0;
+		struct plabel_agg a = keys[i].a;
+
+		for (j = i; j < n && !heap_key_cmp(&keys[i], &keys[j]); j++) {
+			ac += 1;
+			ab += (double)keys[j].bytes;
+			if (keys[j].live) {
+				ic += 1;
+				ib += (double)keys[j].bytes;
+			}
+		}
+		heap_scale(ac, ab, (double)keys[i].weight, &a.count, &a.nanos);
+		heap_scale(ic, ib, (double)keys[i].weight, &a.inuse_count,
+			   &a.inuse_bytes);
+		ret = plabel_resolver_add(r, &a);
+	}
+	if (!ret)
+		plabel_resolver_set_main(r);
+	if (r)
+		c->st.unresolved += plabel_resolver_unresolved(r);
+out:
+	plabel_resolver_free(r);
+	free(keys);
+	if (!ret)
+		ret = plabel_resolve_comments(prof, &c->st);
+	return ret ? ret : heap_comments(prof, &c->st);
+}
+
 int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			  int64_t duration_nanos,
 			  struct plabel_prof *profs[PLABEL_PROF_NKINDS])
@@ -1425,7 +1785,10 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 			goto err_free;
 		}
 		plabel_prof_set_time(built[k], time_nanos, duration_nanos);
-		ret = build_one(c, &plabel_kinds[k], order, built[k]);
+		if (k == PLABEL_PROF_HEAP)
+			ret = build_heap(c, built[k]);
+		else
+			ret = build_one(c, &plabel_kinds[k], order, built[k]);
 		if (ret)
 			goto err_free;
 	}

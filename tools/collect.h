@@ -38,6 +38,11 @@ struct plabel_collect_stats {
 	uint64_t held;		/* samples held one by one, not merged yet */
 	uint64_t merged;	/* distinct merged samples */
 	uint64_t proc_maps;	/* images whose mappings came from /proc */
+	uint64_t allocs;	/* ALLOC records */
+	uint64_t frees;		/* FREE records */
+	uint64_t lost_frees;	/* FREE records the kernel dropped */
+	uint64_t frees_unmatched; /* FREEs of blocks not sampled here */
+	uint64_t frees_implied;	/* blocks whose address was sampled again */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 
@@ -50,6 +55,12 @@ struct plabel_collect_stats {
 struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 					  unsigned int flags);
 void plabel_collect_free(struct plabel_collect *c);
+
+/*
+ * The heap profile's period: the mean sampling interval in bytes asked
+ * for (the records carry the one each was sampled at).
+ */
+void plabel_collect_set_heap_rate(struct plabel_collect *c, uint64_t bytes);
 
 /* Default sampling period when the stream does not say (it does). */
 void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);

@@ -63,6 +63,26 @@ const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS] = {
 		.period_value = 0,
 	},
 	/*
+	 * Go's heap profile: its four values in its order, its period type
+	 * (space/bytes); the period, the sampling interval, is set by
+	 * collect.c. No default type: viewers show the last, inuse_space.
+	 */
+	[PLABEL_PROF_HEAP] = {
+		.name = "heap",
+		.file = "heap.pb.gz",
+		.rec_type = PLABEL_REC_ALLOC,
+		.record_flag = PLABEL_RECORD_HEAP,
+		.nvalues = 4,
+		.values = {
+			{ "alloc_objects", "count" },
+			{ "alloc_space", "bytes" },
+			{ "inuse_objects", "count" },
+			{ "inuse_space", "bytes" },
+		},
+		.period_type = { "space", "bytes" },
+		.optional = 1,
+	},
+	/*
 	 * Each thread's state now (plabel threads, serve's goroutine path):
 	 * never recorded, so no record flag; record and serve's windows
 	 * make none

@@ -18,6 +18,7 @@ enum plabel_prof_kind {
 	PLABEL_PROF_THREADCREATE,
 	PLABEL_PROF_OFFCPU,
 	PLABEL_PROF_WALL,
+	PLABEL_PROF_HEAP,
 	PLABEL_PROF_THREADS,
 	PLABEL_PROF_NKINDS
 };
@@ -36,8 +37,8 @@ struct plabel_kind {
 	uint32_t rec_type2;		/* and another one, 0: none */
 	uint32_t record_flag;		/* PLABEL_RECORD_* that asks for it */
 	/*
-	 * Made only when asked for (plabel record --off-cpu): its records
-	 * cost more than the others'
+	 * Made only when asked for (plabel record --off-cpu, --heap): its
+	 * records cost more than the others'
 	 */
 	int optional;
 	/* off-CPU samples of runnable threads (preempted) left out */
@@ -45,12 +46,14 @@ struct plabel_kind {
 	size_t nvalues;
 	/*
 	 * Sample value types, in the order of the values plabel_prof_sample()
-	 * takes (count, nanos): those past nvalues are dropped; with
+	 * takes (count, nanos; the heap's four through
+	 * plabel_prof_sample_values()): those past nvalues are dropped; with
 	 * nanos_only, the one value is the nanoseconds.
 	 */
 	int nanos_only;
 	struct plabel_kind_value values[PLABEL_KIND_MAX_VALUES];
 	size_t period_value;		/* values[] index of the period type */
+	struct plabel_kind_value period_type;	/* else this, when type set */
 	/* period: the sampling period when set, else 1 per sample */
 	int period_is_sampling;
 	/*

@@ -185,6 +185,12 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 			goto err_free;
 	}
 	p->ptype = p->stypes[k->period_value];
+	if (k->period_type.type) {
+		p->ptype.type = str_get(p, k->period_type.type);
+		p->ptype.unit = str_get(p, k->period_type.unit);
+		if (!p->ptype.type || !p->ptype.unit)
+			goto err_free;
+	}
 	p->nanos_only = k->nanos_only;
 	p->period = k->period_is_sampling ? (int64_t)period_ns : 1;
 	if (k->default_type) {
@@ -249,6 +255,11 @@ int plabel_prof_set_main_mapping(struct plabel_prof *p, uint64_t mapping_id)
 		}
 	}
 	return -ENOENT;
+}
+
+void plabel_prof_set_period(struct plabel_prof *p, int64_t period)
+{
+	p->period = period;
 }
 
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
@@ -640,12 +651,13 @@ static int num_label(struct plabel_prof *p, const char **key,
 /* A copy of the candidate k as a new sample with the values given. */
 static int sample_insert(struct plabel_prof *p,
 			 const struct plabel_skey *k, uint64_t hash,
-			 int64_t count, int64_t nanos)
+			 const int64_t *vals)
 {
 	struct plabel_psample s = {
 		.nlocs = k->nlocs, .nlabels = k->nlabels, .nnum = k->nnum,
 		.hash = hash,
 	};
+	size_t i;
 
 	s.locs = malloc((k->nlocs ? k->nlocs : 1) * sizeof(*s.locs));
 	s.values = calloc(p->nstypes, sizeof(*s.values));
@@ -659,9 +671,8 @@ static int sample_insert(struct plabel_prof *p,
 		memcpy(s.labels, k->labels, k->nlabels * sizeof(*s.labels));
 	if (k->nnum)
 		memcpy(s.num, k->num, k->nnum * sizeof(*s.num));
-	s.values[0] = count;
-	if (p->nstypes > 1)
-		s.values[1] = nanos;
+	for (i = 0; i < p->nstypes && i < PLABEL_KIND_MAX_VALUES; i++)
+		s.values[i] = vals[i];
 	if (plabel_grow(&p->samples, &p->capsamples, p->nsamples,
 			sizeof(*p->samples)) ||
 	    plabel_itab_reserve(&p->sample_h, 1))
@@ -684,18 +695,23 @@ static int sample_add(struct plabel_prof *p, const uint64_t *locs,
 		      size_t nlocs,
 		      const struct plabel_prof_label *labels,
 		      size_t nlabels, int64_t pid, int64_t tid,
-		      int64_t count, int64_t nanos)
+		      const int64_t *vals)
 {
 	struct plabel_prof_numlabel num[2];
 	struct plabel_skey k = {
 		.locs = locs, .nlocs = nlocs,
 		.labels = labels, .nlabels = nlabels, .num = num,
 	};
-	size_t pos = SIZE_MAX, i;
+	int64_t one[PLABEL_KIND_MAX_VALUES];
+	size_t pos = SIZE_MAX, i, v;
 	uint64_t hash;
 
-	if (p->nanos_only)
-		count = nanos;
+	if (p->nanos_only) {
+		/* the one value is the nanoseconds (vals[1]) */
+		memset(one, 0, sizeof(one));
+		one[0] = vals[1];
+		vals = one;
+	}
 	if (pid >= 0 &&
 	    num_label(p, &p->pid_key, "pid", pid, &num[k.nnum++]))
 		return -ENOMEM;
@@ -708,14 +724,12 @@ static int sample_add(struct plabel_prof *p, const uint64_t *locs,
 
 		if (!sample_eq(o, &k))
 			continue;
-		o->values[0] = (int64_t)((uint64_t)o->values[0] +
-					 (uint64_t)count);
-		if (p->nstypes > 1)
-			o->values[1] = (int64_t)((uint64_t)o->values[1] +
-						 (uint64_t)nanos);
+		for (v = 0; v < p->nstypes && v < PLABEL_KIND_MAX_VALUES; v++)
+			o->values[v] = (int64_t)((uint64_t)o->values[v] +
+						 (uint64_t)vals[v]);
 		return 0;
 	}
-	return sample_insert(p, &k, hash, count, nanos);
+	return sample_insert(p, &k, hash, vals);
 }
 
 /* Labels up to this many are sorted on the stack. */
@@ -725,6 +739,18 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 		       size_t nlocs, const struct plabel_prof_label *labels,
 		       size_t nlabels, int64_t pid, int64_t tid, int64_t count,
 		       int64_t nanos)
+{
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = { count, nanos };
+
+	return plabel_prof_sample_values(p, loc_ids, nlocs, labels, nlabels,
+					 pid, tid, vals);
+}
+
+int plabel_prof_sample_values(struct plabel_prof *p, const uint64_t *loc_ids,
+			      size_t nlocs,
+			      const struct plabel_prof_label *labels,
+			      size_t nlabels, int64_t pid, int64_t tid,
+			      const int64_t *vals)
 {
 	struct plabel_prof_label stack[PLABEL_PROF_STACK_LABELS];
 	struct plabel_prof_label *sorted = stack;
@@ -741,7 +767,7 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 	ret = labels_get(p, labels, nlabels, sorted);
 	if (!ret)
 		ret = sample_add(p, loc_ids, nlocs, sorted, nlabels,
-				 pid, tid, count, nanos);
+				 pid, tid, vals);
 	if (sorted != stack)
 		free(sorted);
 	return ret;
@@ -779,17 +805,27 @@ int plabel_prof_sample_labelset(struct plabel_prof *p,
 				uint32_t labelset, int64_t pid, int64_t tid,
 				int64_t count, int64_t nanos)
 {
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = { count, nanos };
+
+	return plabel_prof_sample_labelset_values(p, loc_ids, nlocs, labelset,
+						  pid, tid, vals);
+}
+
+int plabel_prof_sample_labelset_values(struct plabel_prof *p,
+				       const uint64_t *loc_ids, size_t nlocs,
+				       uint32_t labelset, int64_t pid,
+				       int64_t tid, const int64_t *vals)
+{
 	const struct plabel_plset *ls;
 
 	if (!p->built || (nlocs && !loc_ids) || labelset > p->nlsets ||
 	    !locs_valid(p, loc_ids, nlocs))
 		return -EINVAL;
 	if (!labelset)
-		return sample_add(p, loc_ids, nlocs, NULL, 0, pid, tid,
-				  count, nanos);
+		return sample_add(p, loc_ids, nlocs, NULL, 0, pid, tid, vals);
 	ls = &p->lsets[labelset - 1];
 	return sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
-			  tid, count, nanos);
+			  tid, vals);
 }
 
 /* ---- read access ---- */

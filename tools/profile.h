@@ -13,7 +13,9 @@
  * A profile's sample value types and period come from its kind's row in
  * plabel_kinds[] (kind.c): cpu has samples/count and cpu/nanoseconds,
  * period type cpu/nanoseconds, period period_ns; threadcreate has
- * threadcreate/count alone (nanos ignored), period 1.
+ * threadcreate/count alone (nanos ignored), period 1; heap has Go's
+ * alloc_objects, alloc_space, inuse_objects and inuse_space, period type
+ * space/bytes, period the sampling interval (plabel_prof_set_period()).
  */
 #ifndef PLABEL_TOOLS_PROFILE_H
 #define PLABEL_TOOLS_PROFILE_H
@@ -69,7 +71,8 @@ struct plabel_prof *plabel_prof_new(enum plabel_prof_kind kind,
 				    uint64_t period_ns);
 void plabel_prof_free(struct plabel_prof *p);
 
-/* Profile-wide fields (all optional). */
+/* Profile-wide fields (all optional). The period: the kind's by default. */
+void plabel_prof_set_period(struct plabel_prof *p, int64_t period);
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
 			  int64_t duration_nanos);
 int plabel_prof_add_comment(struct plabel_prof *p, const char *comment);
@@ -120,6 +123,16 @@ int plabel_prof_sample(struct plabel_prof *p, const uint64_t *loc_ids,
 		       int64_t nanos);
 
 /*
+ * The same with every value of the kind (PLABEL_KIND_MAX_VALUES at most,
+ * those past the kind's count ignored): the heap's four.
+ */
+int plabel_prof_sample_values(struct plabel_prof *p, const uint64_t *loc_ids,
+			      size_t nlocs,
+			      const struct plabel_prof_label *labels,
+			      size_t nlabels, int64_t pid, int64_t tid,
+			      const int64_t *vals);
+
+/*
  * For many samples with the same labels: check, intern and sort them once
  * (the rules of plabel_prof_sample()). Each call makes a new set; *id (>= 1)
  * is for plabel_prof_sample_labelset() on this profile. 0, -EINVAL or
@@ -136,6 +149,12 @@ int plabel_prof_sample_labelset(struct plabel_prof *p,
 				const uint64_t *loc_ids, size_t nlocs,
 				uint32_t labelset, int64_t pid, int64_t tid,
 				int64_t count, int64_t nanos);
+
+/* plabel_prof_sample_labelset() with every value, as above. */
+int plabel_prof_sample_labelset_values(struct plabel_prof *p,
+				       const uint64_t *loc_ids, size_t nlocs,
+				       uint32_t labelset, int64_t pid,
+				       int64_t tid, const int64_t *vals);
 
 /* Gzipped profile.proto to path ("-" for stdout). 0 or a negative errno. */
 int plabel_prof_write(const struct plabel_prof *p, const char *path);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "heaplib.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
 #include "serve.h"
@@ -75,6 +76,7 @@ void plabel_record_usage(FILE *f)
 	fputs("usage: plabel record [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     [--no-process-labels] [--off-cpu [--off-cpu-min D]]\n"
 	      "                     [--timeline [--timeline-label KEY=VALUE]]\n"
+	      "                     [--heap[=BYTES]]\n"
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     -a | -p PID[,PID..]\n"
@@ -117,6 +119,11 @@ void plabel_record_usage(FILE *f)
 	      "                         at most " PLABEL_STR(PLABEL_TL_MAX_OBS) " observations. Implies\n"
 	      "                         --off-cpu (--off-cpu-min applies)\n"
 	      "      --timeline-label KEY=VALUE  only threads that carried this label\n"
+	      "      --heap[=BYTES]     also DIR/heap.pb.gz: allocations sampled every\n"
+	      "                         BYTES on average (default 512K; K, M, G), by\n"
+	      "                         libplabel-heap.so, preloaded into CMD (and\n"
+	      "                         what it starts); with -a or -p, of the\n"
+	      "                         processes started with plabel run --heap\n"
 	      "      --every T          one profile of each kind per T (S, Ss, Mm or\n"
 	      "                         Hh) as DIR/cpu-YYYYmmddTHHMMSS.pb.gz and\n"
 	      "                         DIR/threadcreate-..., stamped with the\n"
@@ -440,6 +447,10 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 	if (tl_path)
 		fprintf(stderr, ", %s", tl_path);
 	fputc('\n', stderr);
+	if (record & PLABEL_RECORD_HEAP)
+		fprintf(stderr, "plabel: %" PRIu64 " sampled allocations, %" PRIu64
+			" frees, %" PRIu64 " lost frees\n", s.allocs, s.frees,
+			s.lost_frees);
 out:
 	free(tl_path);
 	if (ret == -ENOMEM)
@@ -822,11 +833,12 @@ static int plabel_record_run(int argc, char **argv,
 		{ "off-cpu-min", required_argument, NULL, 'M' },
 		{ "timeline", no_argument, NULL, 'T' },
 		{ "timeline-label", required_argument, NULL, 'L' },
+		{ "heap", optional_argument, NULL, 'H' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct plabel_session_opts so;
+	struct plabel_session_opts so = { 0 };
 	struct plabel_rec_state st = { .fd = -1 };
 	struct sigaction act, old_int, old_term, old_chld;
 	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
@@ -839,7 +851,7 @@ static int plabel_record_run(int argc, char **argv,
 	int watch = 0;	/* -p without CMD: ends when they have exited */
 	int names = 1;	/* process and thread labels */
 	double duration = 0, deadline = 0;
-	uint64_t every = 0;
+	uint64_t every = 0, heap = 0;
 	uint32_t record = 0, min_us = 0;
 	unsigned long hz = 0;
 	pid_t child = -1;
@@ -904,6 +916,14 @@ static int plabel_record_run(int argc, char **argv,
 				return 2;
 			}
 			break;
+		case 'H':
+			if (plabel_heap_parse(optarg, &heap)) {
+				fprintf(stderr, "plabel record: bad heap interval '%s' (bytes, 1 to 2^40, with K, M or G)\n",
+					optarg);
+				return 2;
+			}
+			record |= PLABEL_RECORD_HEAP;
+			break;
 		case 'O':
 			offcpu = 1;
 			break;
@@ -945,8 +965,20 @@ static int plabel_record_run(int argc, char **argv,
 	}
 	if (every && record) {
 		fprintf(stderr, "plabel record: %s does not go with --every\n",
-			timeline ? "--timeline" : "--off-cpu");
+			timeline ? "--timeline" : heap ? "--heap" : "--off-cpu");
 		return 2;
+	}
+	if (heap && cmd) {
+		const char *lib;
+
+		ret = plabel_heap_preload(&lib);
+		if (ret) {
+			fprintf(stderr, "plabel record: --heap: %s %s (set PLABEL_HEAP_LIB)\n",
+				ret == -ENOENT ? "cannot find" :
+				ret == -EINVAL ? "cannot preload" :
+				"out of memory for", lib);
+			return 1;
+		}
 	}
 	if (every && (cmd || (!all && !npids))) {
 		fprintf(stderr, "plabel record: --every needs -a or -p PIDS (and no CMD)\n");
@@ -1018,6 +1050,8 @@ static int plabel_record_run(int argc, char **argv,
 		plabel_collect_set_period(st.col, 1000000000ULL / hz);
 	if (timeline)
 		plabel_collect_set_timeline(st.col, tl);
+	if (heap)
+		plabel_collect_set_heap_rate(st.col, heap);
 
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = plabel_on_signal;
@@ -1062,6 +1096,7 @@ static int plabel_record_run(int argc, char **argv,
 	so.hz = hz;
 	so.pids = pids;
 	so.npids = npids;
+	so.heap_bytes = heap;
 	so.record = record;
 	so.offcpu_min_us = min_us;
 	ret = plabel_session_start(st.fd, &so);

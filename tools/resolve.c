@@ -278,6 +278,10 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 	uint32_t n = 0, i, set;
 	uint64_t *slot;
 	int ret, hasp = 0, hast = 0, hasw = 0, hass = 0;
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
+		(int64_t)a->count, (int64_t)a->nanos,
+		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
+	};
 
 	/* (set ids are far below 2^56; waits below 16, states too) */
 	slot = plabel_pair_slot(&r->ns,
@@ -317,12 +321,11 @@ static int add_named(struct plabel_resolver *r, const struct plabel_agg *a,
 			return ret;
 		*slot = set;
 	}
-	return plabel_prof_sample_labelset(r->prof, locs, nlocs,
-					   (uint32_t)*slot,
-					   pids ? (int64_t)a->pid : -1,
-					   pids ? (int64_t)a->tid : -1,
-					   (int64_t)a->count,
-					   (int64_t)a->nanos);
+	return plabel_prof_sample_labelset_values(r->prof, locs, nlocs,
+						  (uint32_t)*slot,
+						  pids ? (int64_t)a->pid : -1,
+						  pids ? (int64_t)a->tid : -1,
+						  vals);
 }
 
 /*
@@ -336,8 +339,10 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 	int pids = r->src.pid_labels;
 	int64_t pid = pids ? (int64_t)a->pid : -1;
 	int64_t tid = pids ? (int64_t)a->tid : -1;
-	int64_t n = (int64_t)a->count;
-	int64_t nanos = (int64_t)a->nanos;
+	const int64_t vals[PLABEL_KIND_MAX_VALUES] = {
+		(int64_t)a->count, (int64_t)a->nanos,
+		(int64_t)a->inuse_count, (int64_t)a->inuse_bytes,
+	};
 	struct plabel_prof_label unres;
 	const struct plabel_lset *ls = NULL;
 	uint32_t *set = NULL;
@@ -352,8 +357,9 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 			unres.key = "plabel_unresolved_set";
 			unres.value = idbuf;
 			r->unresolved += a->count;
-			return plabel_prof_sample(r->prof, locs, nlocs, &unres,
-						  1, pid, tid, n, nanos);
+			return plabel_prof_sample_values(r->prof, locs, nlocs,
+							 &unres, 1, pid, tid,
+							 vals);
 		}
 	}
 	if (a->pname || a->tname || a->wait || a->state)
@@ -367,8 +373,9 @@ static int add_sample(struct plabel_resolver *r, const struct plabel_agg *a,
 				return ret;
 		}
 	}
-	return plabel_prof_sample_labelset(r->prof, locs, nlocs,
-					   set ? *set : 0, pid, tid, n, nanos);
+	return plabel_prof_sample_labelset_values(r->prof, locs, nlocs,
+						  set ? *set : 0, pid, tid,
+						  vals);
 }
 
 /*

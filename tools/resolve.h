@@ -35,9 +35,12 @@ struct plabel_agg {
 	uint32_t pname, tname;	/* process and thread name ids, 0: none */
 	uint32_t wait;		/* OFFCPU: 1 + enum plabel_wait_kind; else 0 */
 	uint32_t state;		/* THREADSTATE: 1 + enum plabel_thread_state */
-	uint64_t count;
-	uint64_t nanos;		/* CPU nanoseconds (SAMPLE), off-CPU (OFFCPU) */
+	uint64_t count;		/* ALLOC: alloc_objects, scaled */
+	/* CPU nanoseconds (SAMPLE), off-CPU (OFFCPU); ALLOC: alloc_space */
+	uint64_t nanos;
 	uint64_t first;		/* arrival number of the first (collector's) */
+	uint64_t inuse_count;	/* ALLOC only: inuse_objects */
+	uint64_t inuse_bytes;	/* ALLOC only: inuse_space */
 };
 
 /* What samples are resolved against; the lsets sorted. */

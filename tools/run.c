@@ -18,10 +18,12 @@
 
 #include "plabel.h"
 #include "plabel_uapi.h"
+#include "heaplib.h"
 
 void plabel_run_usage(FILE *f)
 {
-	fputs("usage: plabel run -l KEY=VALUE [-l KEY=VALUE ..] [--replace] -- CMD ARGS..\n"
+	fputs("usage: plabel run -l KEY=VALUE [-l KEY=VALUE ..] [--replace] [--heap] -- CMD ARGS..\n"
+	      "       plabel run --heap -- CMD ARGS..\n"
 	      "\n"
 	      "Run CMD with the given labels added to the ones plabel run has\n"
 	      "(inherited, e.g. from an outer plabel run; a key given replaces\n"
@@ -30,6 +32,9 @@ void plabel_run_usage(FILE *f)
 	      "\n"
 	      "  -l, --label KEY=VALUE   a label (repeatable; keys unique)\n"
 	      "      --replace           drop the inherited labels: only these\n"
+	      "      --heap              preload libplabel-heap.so into CMD (and\n"
+	      "                          what it starts): a plabel record --heap\n"
+	      "                          that follows it records its allocations\n"
 	      "  -h, --help              show this help\n", f);
 }
 
@@ -96,6 +101,7 @@ int plabel_cmd_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "label", required_argument, NULL, 'l' },
 		{ "replace", no_argument, NULL, 'R' },
+		{ "heap", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -103,7 +109,7 @@ int plabel_cmd_run(int argc, char **argv)
 	struct plabel_set_new_args sn;
 	struct plabel_labels_set_args ls;
 	unsigned int n = 0, i;
-	int c, fd, replace = 0;
+	int c, fd, replace = 0, heap = 0;
 	void *inherited = NULL;
 
 	optind = 1;
@@ -140,6 +146,9 @@ int plabel_cmd_run(int argc, char **argv)
 		case 'R':
 			replace = 1;
 			break;
+		case 'H':
+			heap = 1;
+			break;
 		case 'h':
 			plabel_run_usage(stdout);
 			return 0;
@@ -153,10 +162,24 @@ int plabel_cmd_run(int argc, char **argv)
 		plabel_run_usage(stderr);
 		return 2;
 	}
-	if (!n) {
+	if (!n && !heap) {
 		fprintf(stderr, "plabel run: no labels given (-l KEY=VALUE)\n");
 		plabel_run_usage(stderr);
 		return 2;
+	}
+	if (heap) {
+		const char *lib;
+		int ret = plabel_heap_preload(&lib);
+
+		if (ret) {
+			fprintf(stderr, "plabel run: --heap: %s %s (set PLABEL_HEAP_LIB)\n",
+				ret == -ENOENT ? "cannot find" :
+				ret == -EINVAL ? "cannot preload" :
+				"out of memory for", lib);
+			return 1;
+		}
+		if (!n)
+			goto run;
 	}
 
 	fd = plabel_open_device();
@@ -198,6 +221,7 @@ int plabel_cmd_run(int argc, char **argv)
 	}
 	/* the thread's entry holds its own reference to the set */
 	close(fd);
+run:
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "plabel run: cannot run %s: %s\n", argv[optind],
 		strerror(errno));

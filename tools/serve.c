@@ -977,14 +977,13 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 		const char *file = plabel_kinds[k].file;
 		const char *dot = strchr(file, '.');
 
-		/* (--every records no optional kind) */
+		/* (--every records no optional kind: off-CPU, wall, heap) */
 		if (plabel_kinds[k].optional)
 			continue;
 		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
 						     (int)strlen(file)),
 				 file, stamp, dot ? dot : "");
-
 		if (n < 0 || (size_t)n >= sizeof(path))
 			ret = -ENAMETOOLONG;
 		else

@@ -99,6 +99,10 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 		    (o->record & plabel_kinds[i].record_flag))
 			sa.record |= plabel_kinds[i].record_flag;
 	sa.offcpu_min_us = o->offcpu_min_us;
+	if (o->heap_bytes) {
+		sa.record |= PLABEL_RECORD_HEAP;
+		sa.heap_bytes = o->heap_bytes;
+	}
 	if (o->target != PLABEL_TARGET_ALL) {
 		sa.pids = (uintptr_t)o->pids;
 		sa.npids = o->npids;

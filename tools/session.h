@@ -35,12 +35,13 @@ struct plabel_session_opts {
 	uint32_t npids;
 	uint32_t record;	/* PLABEL_RECORD_* of the optional kinds asked */
 	uint32_t offcpu_min_us;	/* 0: the sysctl's default */
+	uint64_t heap_bytes;	/* heap records at this interval; 0: none */
 };
 
 /*
  * Start a session on fd recording every profile kind (kind.h) but the
- * optional ones not in o->record, and kernel frames. 0 or -errno (see
- * plabel_start_err()).
+ * optional ones not in o->record (the heap's: with heap_bytes), and
+ * kernel frames. 0 or -errno (see plabel_start_err()).
  */
 int plabel_session_start(int fd, const struct plabel_session_opts *o);
 

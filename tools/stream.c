@@ -71,6 +71,19 @@ static int dec_sample(struct plabel_dec_rec *rec)
 		return -EBADMSG;
 	memcpy(s, rec->raw, sizeof(*s));
 	off = sizeof(*s);
+	if (rec->type == PLABEL_REC_ALLOC) {
+		struct plabel_rec_alloc *a = &rec->u.sample.alloc;
+
+		if (rec->size - off < sizeof(*a))
+			return -EBADMSG;
+		memcpy(a, rec->raw + off, sizeof(*a));
+		off += sizeof(*a);
+		if (!a->addr || !a->weight || a->requested > a->usable ||
+		    a->weight > PLABEL_HEAP_BYTES_MAX)
+			return -EBADMSG;
+	} else {
+		memset(&rec->u.sample.alloc, 0, sizeof(rec->u.sample.alloc));
+	}
 	nips = (size_t)s->nr_kernel + s->nr_user;
 	if (nips > (rec->size - off) / sizeof(uint64_t))
 		return -EBADMSG;
@@ -148,6 +161,12 @@ int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec)
 		break;
 	case PLABEL_REC_SAMPLE:
 	case PLABEL_REC_THREAD:
+	case PLABEL_REC_ALLOC:
+		ret = dec_sample(rec);
+		break;
+	case PLABEL_REC_FREE:
+		ret = dec_fixed(rec, &rec->u.free, sizeof(rec->u.free));
+		break;
 	case PLABEL_REC_OFFCPU:
 	case PLABEL_REC_THREADSTATE:
 		ret = dec_sample(rec);

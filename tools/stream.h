@@ -39,8 +39,9 @@ struct plabel_dec_rec {
 			struct plabel_dec_label labels[PLABEL_MAX_LABELS];
 		} labelset;
 		struct {
-			/* SAMPLE, THREAD, OFFCPU and THREADSTATE */
+			/* SAMPLE, THREAD, OFFCPU, ALLOC and THREADSTATE */
 			struct plabel_rec_sample hdr;
+			struct plabel_rec_alloc alloc;	/* ALLOC only */
 			const uint8_t *ips;	/* nr_kernel + nr_user u64s */
 			int has_regs;	/* regs, stack: set only then */
 			uint64_t regs[PLABEL_REGS_NR];
@@ -53,6 +54,7 @@ struct plabel_dec_rec {
 		} mmap;
 		struct plabel_rec_exec exec;
 		struct plabel_rec_comm comm;
+		struct plabel_rec_free free;
 		struct plabel_rec_offcpu_end offcpu_end;
 		struct plabel_rec_sync sync;
 	} u;
@@ -73,7 +75,7 @@ void plabel_dec_init(struct plabel_dec *d, const void *buf, size_t len);
  */
 int plabel_dec_next(struct plabel_dec *d, struct plabel_dec_rec *rec);
 
-/* ips[i] of a decoded SAMPLE/THREAD/OFFCPU record; i < nr_kernel + nr_user. */
+/* ips[i] of a decoded SAMPLE/THREAD/OFFCPU/ALLOC record; i < nr_kernel + nr_user. */
 uint64_t plabel_dec_ip(const struct plabel_dec_rec *rec, size_t i);
 
 #endif /* PLABEL_TOOLS_STREAM_H */

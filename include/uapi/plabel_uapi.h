@@ -178,6 +178,8 @@ struct plabel_session_start_args {
 	 */
 	__u32 offcpu_min_us;
 	__u32 pad2;		/* must be 0 */
+	/* with PLABEL_RECORD_HEAP: mean bytes between heap samples */
+	__u64 heap_bytes;	/* 0: PLABEL_HEAP_BYTES_DEFAULT */
 };
 
 #define PLABEL_IOC_SET_NEW	_IOWR(PLABEL_IOC_MAGIC, 0x01, struct plabel_set_new_args)
@@ -434,6 +436,93 @@ struct plabel_rec_offcpu_end {
 	__u32 cpu;		/* where it ran again */
 	__u32 pad;
 };
+
+/*
+ * ---- Heap profiling (ALLOC and FREE records) ----
+ *
+ * Every number the heap profile adds to this interface is in this block:
+ * a session flag, two ioctls, two record types, a lost kind and the mmap
+ * offset of the heap page. Documentation/heap.rst describes the whole.
+ *
+ * A session asks for heap records with PLABEL_RECORD_HEAP in record and
+ * the mean sampling interval in heap_bytes. The heap page says the
+ * interval in force, for a preloaded allocator to read without a system
+ * call: struct plabel_heap_page at offset PLABEL_HEAP_PAGE_OFFSET of
+ * /dev/plabel, mapped read-only by anyone (no write, no exec). interval is
+ * the smallest heap_bytes of the running heap sessions, 0 when there is
+ * none; the rest of the page is zero.
+ */
+#define PLABEL_RECORD_HEAP	(1U << 9)	/* ALLOC and FREE records */
+
+#define PLABEL_HEAP_BYTES_DEFAULT	(512U << 10)
+#define PLABEL_HEAP_BYTES_MAX		(1ULL << 40)
+
+/* mmap offset (bytes) of the heap page; one page, PROT_READ only */
+#define PLABEL_HEAP_PAGE_OFFSET	0
+
+struct plabel_heap_page {
+	__u64 interval;		/* mean bytes between samples, 0: off */
+};
+
+/*
+ * PLABEL_IOC_HEAP_ALLOC: the calling thread sampled an allocation of
+ * requested bytes (usable in the block) at addr, which stands for weight
+ * bytes of allocation on average (the interval it was sampled at). Each
+ * running session that follows the process and asked for heap records
+ * gets an ALLOC record stamped with the time, the thread's labels and its
+ * user stack (as the session takes stacks). Returns how many sessions got
+ * it: 0 when none (nothing to do then, not an error), so the caller need
+ * not report the block's free. -EINVAL for flags, addr 0 or outside user
+ * space, requested > usable, usable 0, weight 0 or above
+ * PLABEL_HEAP_BYTES_MAX.
+ *
+ * PLABEL_IOC_HEAP_FREE: the block at addr, reported by HEAP_ALLOC, is
+ * being freed. A FREE record to each heap session that follows the
+ * process. requested, usable and weight must be 0. Returns 0.
+ *
+ * FREE records are never dropped silently: an ALLOC is written only while
+ * its ring keeps room for FREEs (an eighth of the ring) besides it, and a
+ * FREE that still finds no room is counted in a LOST record of kind
+ * PLABEL_LOST_FREES, so a reader knows its in-use figures are too high.
+ */
+struct plabel_heap_args {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 addr;
+	__u64 requested;	/* bytes asked for */
+	__u64 usable;		/* bytes in the block */
+	__u64 weight;		/* bytes one sample stands for */
+};
+
+#define PLABEL_IOC_HEAP_ALLOC	_IOW(PLABEL_IOC_MAGIC, 0x20, struct plabel_heap_args)
+#define PLABEL_IOC_HEAP_FREE	_IOW(PLABEL_IOC_MAGIC, 0x21, struct plabel_heap_args)
+
+#define PLABEL_REC_ALLOC	18	/* plabel_rec_sample + plabel_rec_alloc */
+#define PLABEL_REC_FREE		19	/* struct plabel_rec_free */
+
+#define PLABEL_LOST_FREES	16	/* FREE records dropped on cpu */
+
+/*
+ * An ALLOC record is struct plabel_rec_sample (hdr.type PLABEL_REC_ALLOC,
+ * the union zero) followed by struct plabel_rec_alloc, then, as for a
+ * SAMPLE, the ips, the registers and the stack snapshot.
+ */
+struct plabel_rec_alloc {
+	__u64 addr;
+	__u64 requested;
+	__u64 usable;
+	__u64 weight;
+};
+
+struct plabel_rec_free {
+	struct plabel_rec_header hdr;
+	__u64 time_ns;		/* CLOCK_MONOTONIC */
+	__u32 pid;
+	__u32 tid;
+	__u64 addr;
+};
+
+/* ---- end of heap profiling ---- */
 
 /*
  * ---- Thread states ----

@@ -157,7 +157,7 @@ TEST(bad_arguments_rejected)
 	BAD(a.offcpu_min_us = PLABEL_MAX_OFFCPU_MIN_US + 1);
 	BAD(a.pad2 = 1);
 	/* the bits around the flag are unknown */
-	BAD(a.record |= PLABEL_RECORD_OFFCPU << 1);
+	BAD(a.record |= PLABEL_RECORD_HEAP << 1);
 	BAD(a.record |= PLABEL_RECORD_OFFCPU >> 1);
 #undef BAD
 	/* the first version's size still starts a session */

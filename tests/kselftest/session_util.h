@@ -282,8 +282,8 @@ static inline struct plabel_rec_header *su_next(struct su_stream *st,
 /* Check each record's size against its type; counts errors in st->bad. */
 /*
  * Every record's size against its type; and the promise of SYNC records:
- * no SAMPLE, THREAD or OFFCPU record of a CPU stamped before the time of
- * that CPU's last SYNC, and SYNC times growing.
+ * no SAMPLE, THREAD, OFFCPU or ALLOC record of a CPU stamped before the
+ * time of that CPU's last SYNC, and SYNC times growing.
  */
 #define SU_SYNC_CPUS	1024
 
@@ -306,7 +306,8 @@ static inline void su_check_sync(struct su_stream *st, uint64_t *synced,
 		synced[y->cpu] = y->time_ns;
 	} else if (h->type == PLABEL_REC_SAMPLE ||
 		   h->type == PLABEL_REC_THREAD ||
-		   h->type == PLABEL_REC_OFFCPU) {
+		   h->type == PLABEL_REC_OFFCPU ||
+		   h->type == PLABEL_REC_ALLOC) {
 		struct plabel_rec_sample *s = (void *)h;
 
 		if (s->cpu < SU_SYNC_CPUS && s->time_ns < synced[s->cpu]) {
@@ -364,6 +365,19 @@ static inline void su_check(struct su_stream *st)
 				need += 8 * PLABEL_REGS_NR + s->stack_size;
 			break;
 		}
+		case PLABEL_REC_ALLOC: {
+			struct plabel_rec_sample *s = (void *)h;
+
+			need = sizeof(*s) + sizeof(struct plabel_rec_alloc);
+			if (h->size >= need)
+				need += 8 * (s->nr_kernel + s->nr_user);
+			if (h->size >= need && (s->flags & PLABEL_SAMPLE_REGS))
+				need += 8 * PLABEL_REGS_NR + s->stack_size;
+			break;
+		}
+		case PLABEL_REC_FREE:
+			need = sizeof(struct plabel_rec_free);
+			break;
 		case PLABEL_REC_LOST:
 			need = sizeof(struct plabel_rec_lost);
 			break;
