@@ -333,7 +333,8 @@ out_mm:
 /* Process context: the checked arguments' threads into args->buf. */
 int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 {
-	struct task_struct *leader, *t, **tasks;
+	struct task_struct *leader, *t;
+	struct pid **tids;
 	struct plabel_threads_ctx *x;
 	u32 n = 0, total = 0, hidden = 0, i;
 	int err = 0;
@@ -368,9 +369,9 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 	}
 
 	x = kvzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
-	tasks = kvmalloc_array(PLABEL_THREADS_MAX, sizeof(*tasks),
-			       GFP_KERNEL_ACCOUNT);
-	if (!x || !tasks) {
+	tids = kvmalloc_array(PLABEL_THREADS_MAX, sizeof(*tids),
+			      GFP_KERNEL_ACCOUNT);
+	if (!x || !tids) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -403,13 +404,16 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 		goto out_free;
 	}
 
+	/*
+	 * The threads by their pids, not their tasks: a call may block (a
+	 * slow read of a thread's memory), and a pid reference does not
+	 * keep an exited thread's task_struct and stack.
+	 */
 	rcu_read_lock();
 	for_each_thread(leader, t) {
 		total++;
-		if (n < PLABEL_THREADS_MAX) {
-			get_task_struct(t);
-			tasks[n++] = t;
-		}
+		if (n < PLABEL_THREADS_MAX)
+			tids[n++] = get_task_pid(t, PIDTYPE_PID);
 	}
 	rcu_read_unlock();
 
@@ -418,7 +422,11 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 			err = -EINTR;
 			break;
 		}
-		err = plabel_threads_one(x, tasks[i]);
+		t = get_pid_task(tids[i], PIDTYPE_PID);
+		if (!t)
+			continue;	/* gone since */
+		err = plabel_threads_one(x, t);
+		put_task_struct(t);
 		if (err == 1) {
 			hidden++;
 			err = 0;
@@ -426,7 +434,7 @@ int plabel_ioctl_threads_get(struct plabel_threads_get_args *args)
 		cond_resched();
 	}
 	for (i = 0; i < n; i++)
-		put_task_struct(tasks[i]);
+		put_pid(tids[i]);
 	args->buf_used = x->pos;
 	args->nthreads = total;
 	args->nhidden = hidden;
@@ -434,7 +442,7 @@ out_free:
 	if (x)
 		kvfree(x->rec);
 	kvfree(x);
-	kvfree(tasks);
+	kvfree(tids);
 out_leader:
 	put_task_struct(leader);
 	return err;
