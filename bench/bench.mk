@@ -20,6 +20,7 @@ BENCH_SHARES_GO	:= $(BENCH_DIR)/shares_go
 BENCH_KMEM	:= $(BENCH_DIR)/kmem
 BENCH_READER	:= $(BENCH_DIR)/reader
 BENCH_AGGREGATE	:= $(BENCH_DIR)/aggregate
+BENCH_HEAP	:= $(BENCH_DIR)/heap
 BENCH_KERNEL	?= 6.1
 BENCH_REPS	?= 3
 
@@ -28,6 +29,10 @@ $(BENCH_SPIN): bench/spin.c
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
 
 $(BENCH_PINGPONG): bench/pingpong.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
+
+$(BENCH_HEAP): bench/heap.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
 
@@ -46,15 +51,15 @@ $(BENCH_READER) $(BENCH_AGGREGATE): $(BENCH_DIR)/%: bench/%.c $(TOOLS_LIB) $(TOO
 
 BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
 		   $(BENCH_SHARES_GO) \
-		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE)
+		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE) $(BENCH_HEAP)
 
 # The C programs build with everything else, so -Werror catches them early.
 ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
 		   $(BENCH_KMEM) $(BENCH_READER) \
-		   $(BENCH_AGGREGATE)
+		   $(BENCH_AGGREGATE) $(BENCH_HEAP)
 
 .PHONY: bench bench-bins
-bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(BENCH_LABEL_BASE) $(PLABEL_BIN) $(LIB_SO) kmods
+bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(BENCH_LABEL_BASE) $(PLABEL_BIN) $(LIB_SO) $(HEAP_LIB) kmods
 
 bench: bench-bins
 	BENCH_KERNEL=$(BENCH_KERNEL) BENCH_REPS=$(BENCH_REPS) bench/run.sh

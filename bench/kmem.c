@@ -9,32 +9,103 @@
  *   kmem tasks N     start N threads, then have each set its first label;
  *                    print "slab_bytes_per_labeled_task <bytes>", the slab
  *                    growth from the labeling alone, per thread
+ *   kmem ring KB     start a session (CPU samples of this process) with
+ *                    the kernel.plabel.ring_kb sysctl set to KB, and print
+ *                    "bytes_per_ring <bytes>": the fall of MemFree while
+ *                    it runs, per online CPU (rings, wherever the kernel
+ *                    took them from, and the session's tables); needs
+ *                    CAP_PERFMON and root for the sysctl
  *
  * Slab is counted in KiB and includes everything else the kernel allocates
  * meanwhile, so N should be in the thousands; the figure is an estimate.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 
 #include <plabel.h>
+#include "plabel_uapi.h"
 
-static long plabel_kmem_slab_kb(void)
+/* A /proc/meminfo field ("Slab:", "MemFree:"), KiB; -1 without it. */
+static long plabel_kmem_meminfo_kb(const char *field)
 {
 	char line[256];
 	long kb = -1;
+	size_t n = strlen(field);
 	FILE *f = fopen("/proc/meminfo", "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Slab: %ld kB", &kb) == 1)
+		if (!strncmp(line, field, n) &&
+		    sscanf(line + n, "%ld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
+}
+
+static long plabel_kmem_slab_kb(void)
+{
+	return plabel_kmem_meminfo_kb("Slab:");
+}
+
+static int plabel_kmem_sysctl(const char *path, long *old, long v)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f || fscanf(f, "%ld", old) != 1) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+/* MemFree's fall per online CPU while a session with KB rings runs. */
+static int plabel_kmem_ring(long kb)
+{
+	const char *rk = "/proc/sys/kernel/plabel/ring_kb";
+	struct plabel_session_start_args a;
+	long old, before, after, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int32_t pid = getpid();
+	int fd;
+
+	if (plabel_kmem_sysctl(rk, &old, kb)) {
+		fprintf(stderr, "kmem: %s: %s\n", rk, strerror(errno));
+		return 1;
+	}
+	fd = open("/dev/plabel", O_RDONLY | O_CLOEXEC);
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&pid;
+	a.npids = 1;
+	sleep(1);
+	before = plabel_kmem_meminfo_kb("MemFree:");
+	if (fd < 0 || ioctl(fd, PLABEL_IOC_SESSION_START, &a)) {
+		fprintf(stderr, "kmem: session: %s\n", strerror(errno));
+		plabel_kmem_sysctl(rk, &kb, old);
+		return 1;
+	}
+	sleep(1);
+	after = plabel_kmem_meminfo_kb("MemFree:");
+	ioctl(fd, PLABEL_IOC_SESSION_STOP);
+	close(fd);
+	plabel_kmem_sysctl(rk, &kb, old);
+	printf("bytes_per_ring %ld\n", (before - after) * 1024 / ncpu);
+	return 0;
 }
 
 static pthread_barrier_t plabel_kmem_bar;
@@ -93,7 +164,7 @@ int main(int argc, char **argv)
 	int n;
 
 	if (argc != 3 || (n = atoi(argv[2])) < 1) {
-		fprintf(stderr, "usage: kmem sets|tasks N\n");
+		fprintf(stderr, "usage: kmem sets|tasks N | ring KB\n");
 		return 2;
 	}
 	if (!plabel_available())
@@ -125,11 +196,13 @@ int main(int argc, char **argv)
 		free(l);
 		return 0;
 	}
+	if (!strcmp(argv[1], "ring"))
+		return plabel_kmem_ring(n);
 	if (!strcmp(argv[1], "tasks")) {
 		printf("slab_bytes_per_labeled_task %ld\n",
 		       plabel_kmem_threads(n) * 1024 / n);
 		return 0;
 	}
-	fprintf(stderr, "usage: kmem sets|tasks N\n");
+	fprintf(stderr, "usage: kmem sets|tasks N | ring KB\n");
 	return 2;
 }

@@ -113,13 +113,32 @@ for run in 10khz 99hz 10khz_idle; do
 		"$O/aggregate_$run.txt" >>"$R"
 done
 
+# --- 4c. heap sampling off: ns per malloc/free pair on the host -------------
+# bench/heap (4 threads, small blocks) with glibc alone, with
+# libplabel-heap.so preloaded and no module (sampling off: the goal is at
+# most 2 ns more a pair), and tcmalloc with its heap sampling off and at
+# 512 KiB. Sampling on needs the module: the VM's part heap.
+log "heap sampling off (host)"
+HEAP="$B/heap --threads 4 --pairs 2000000 --reps 5"
+TCM=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
+heap_ns() { awk '$1 == "ns_per_pair" { print $2 }'; }
+emit heap_host.glibc_ns "$($HEAP | heap_ns)"
+emit heap_host.shim_off_ns "$(LD_PRELOAD=$PWD/build/lib/plabel/libplabel-heap.so \
+	$HEAP | heap_ns)"
+if [ -n "$TCM" ]; then
+	emit heap_host.tcmalloc_ns "$(LD_PRELOAD=$TCM TCMALLOC_SAMPLE_PARAMETER=0 \
+		$HEAP | heap_ns)"
+	emit heap_host.tcmalloc_sampled_ns "$(LD_PRELOAD=$TCM \
+		TCMALLOC_SAMPLE_PARAMETER=524288 $HEAP | heap_ns)"
+fi
+
 # --- 2, 3, 5 and label cost again, in the VM --------------------------------
 if ! command -v perf >/dev/null 2>&1; then
 	log "installing linux-perf for the comparison"
 	apt-get install -y linux-perf >/dev/null 2>&1 ||
 		log "no perf: the perf columns stay empty"
 fi
-log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, serve, memory; takes minutes"
+log "VM (kernel ${BENCH_KERNEL:-6.1}): overhead, accuracy, serve, heap, memory; takes minutes"
 rm -rf "$B/vm"
 PLABEL_BENCH_REPS=${BENCH_REPS:-3} PLABEL_BENCH_SPIN_MS=${BENCH_SPIN_MS:-1500} \
 PLABEL_VM_QUIET=1 scripts/plabel-vm --kernel "${BENCH_KERNEL:-6.1}" \

@@ -12,6 +12,8 @@ function pc(k) { return (k in v && v[k] != "") ? sprintf("%.1f", v[k]) : "-" }
 function pc2(k) { return (k in v && v[k] != "") ? sprintf("%.2f", v[k]) : "-" }
 function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
 	sprintf("%.3f", v[a] / v[b]) : "-" }
+function d(a, b) { return (a in v && b in v && v[a] != "" && v[b] != "") ? \
+	sprintf("%.2f", v[a] - v[b]) : "-" }
 function overhead(o,    m, h, p, q, modes, rates) {
 	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
 	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s; run%: the"
@@ -126,10 +128,22 @@ END {
 			g("aggregate." rates[q] ".rss_goal_met"), g("aggregate." rates[q] ".ingest_vs_goal")
 	print ""
 
+	print "4c. heap sampling: ns per malloc/free pair, 4 threads, small blocks"
+	print "   goals: sampling off at most 2 ns over glibc (host); on at most tcmalloc sampling at 512 KiB (VM, one run)"
+	printf "   host: glibc %s, shim off %s (+%s ns), tcmalloc %s, tcmalloc sampled %s\n", \
+		g("heap_host.glibc_ns"), g("heap_host.shim_off_ns"), \
+		d("heap_host.shim_off_ns", "heap_host.glibc_ns"), \
+		g("heap_host.tcmalloc_ns"), g("heap_host.tcmalloc_sampled_ns")
+	printf "   VM:   glibc %s, shim off %s, shim on %s, tcmalloc %s, tcmalloc sampled %s; on / tcmalloc sampled %s\n", \
+		g("heap.glibc_ns"), g("heap.shim_off_ns"), g("heap.shim_on_ns"), \
+		g("heap.tcmalloc_ns"), g("heap.tcmalloc_sampled_ns"), \
+		r("heap.shim_on_ns", "heap.tcmalloc_sampled_ns")
+	print ""
+
 	print "5. memory (VM)"
 	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")
 	printf "   kernel slab bytes per labeled task     %s\n", g("memory.slab_bytes_per_labeled_task")
-	printf "   kernel vmalloc bytes per ring (per CPU) %s (ring_kb %s)\n", g("memory.vmalloc_bytes_per_ring"), g("memory.ring_kb_sysctl")
+	printf "   kernel bytes per ring (per CPU)        %s (ring_kb %s)\n", g("memory.bytes_per_ring"), g("memory.ring_kb")
 	printf "   plabel record peak RSS KiB, fp/dwarf 999 Hz  %s / %s\n", \
 		g("memory.record_fp_999hz_maxrss_kb"), g("memory.record_dwarf_999hz_maxrss_kb")
 	print ""

@@ -9,7 +9,7 @@
 # PLABEL_BENCH_REPS (default 3): runs of every overhead and accuracy
 # configuration, interleaved; PLABEL_BENCH_SPIN_MS (default 1500): the
 # unprofiled workload's wall time; PLABEL_BENCH_PARTS (default "labels
-# overhead accuracy serve memory"): which parts to run.
+# overhead accuracy serve heap memory"): which parts to run.
 
 set -u
 OUT=${PLABEL_TEST_OUT:-/tmp/bench-out}
@@ -31,7 +31,7 @@ log() { echo "bench-vm: $*" >&2; }
 dbg() { cat "$DBG/$1" 2>/dev/null || echo 0; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
 
-PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy serve memory}
+PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy serve heap memory}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 emit vm.kernel "$(uname -r)"
@@ -302,6 +302,30 @@ emit serve.scrape_ms "$(median <"$TMP/serve_scrape.ms")"
 emit serve.scrape_ms_runs "$(paste -sd, "$TMP/serve_scrape.ms")"
 fi
 
+# --- 4b. heap sampling's cost per malloc/free pair ------------------------
+# bench/heap (4 threads, small blocks): glibc alone, with libplabel-heap.so
+# and no heap session (sampling off), under plabel record --heap (on, every
+# 512 KiB), and tcmalloc (Debian's libgoogle-perftools) with its own heap
+# sampling off and at the same 512 KiB, all in this one run: under TCG the
+# ns are emulated, the ratios between them are the figures.
+if want heap; then
+log "heap sampling"
+HEAP_LIB=${PLABEL_HEAP_LIB:-$PWD/build/lib/plabel/libplabel-heap.so}
+TCM=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
+HEAP="$B/heap --threads 4 --pairs 500000 --reps 3"
+heap_ns() { awk '$1 == "ns_per_pair" { print $2 }'; }
+emit heap.glibc_ns "$($HEAP | heap_ns)"
+emit heap.shim_off_ns "$(LD_PRELOAD=$HEAP_LIB $HEAP | heap_ns)"
+emit heap.shim_on_ns "$(PLABEL_HEAP_LIB=$HEAP_LIB "$PLABEL" record --heap \
+	-F 99 -o "$TMP/heap" -- $HEAP 2>"$TMP/heap.err" | heap_ns)"
+if [ -n "$TCM" ]; then
+	emit heap.tcmalloc_ns "$(LD_PRELOAD=$TCM TCMALLOC_SAMPLE_PARAMETER=0 \
+		$HEAP | heap_ns)"
+	emit heap.tcmalloc_sampled_ns "$(LD_PRELOAD=$TCM \
+		TCMALLOC_SAMPLE_PARAMETER=524288 $HEAP | heap_ns)"
+fi
+fi
+
 # --- 5. memory -----------------------------------------------------------
 want memory || { log "done"; exit 0; }
 log "memory"
@@ -318,13 +342,18 @@ for k in slab_bytes_per_set slab_bytes_per_labeled_task; do
 	emit "memory.${k}_runs" "$(awk -v k=$k '$1 == k { print $2 }' \
 		"$TMP/kmem" | paste -sd,)"
 done
-emit memory.ring_kb_sysctl "$(cat /proc/sys/kernel/plabel/ring_kb)"
-vm0=$(awk '$1 == "VmallocUsed:" { print $2 }' /proc/meminfo)
-"$PLABEL" record -F 99 -o "$TMP/ring" -- sleep 3 >/dev/null 2>&1 &
-sleep 2
-vm1=$(awk '$1 == "VmallocUsed:" { print $2 }' /proc/meminfo)
-wait
-emit memory.vmalloc_bytes_per_ring $(( (vm1 - vm0) * 1024 / $(nproc) ))
+# A ring's memory, with 16 MiB rings so that MemFree's own drift (some
+# hundred KiB) is small beside it: the rings come from kmalloc or vmalloc
+# (kvzalloc_node), so neither Slab nor VmallocUsed shows them all
+RING_KB=16384
+emit memory.ring_kb "$RING_KB"
+for i in 1 2 3; do
+	$B/kmem ring $RING_KB
+done >"$TMP/kmem_ring"
+emit memory.bytes_per_ring "$(awk '$1 == "bytes_per_ring" { print $2 }' \
+	"$TMP/kmem_ring" | median)"
+emit memory.bytes_per_ring_runs "$(awk '$1 == "bytes_per_ring" { print $2 }' \
+	"$TMP/kmem_ring" | paste -sd,)"
 /usr/bin/time -f "%M" -o "$TMP/rss" "$PLABEL" record -F 999 -g dwarf \
 	-o "$TMP/rss_out" -- $SPIN >/dev/null 2>&1
 emit memory.record_dwarf_999hz_maxrss_kb "$(tail -n 1 "$TMP/rss")"

@@ -21,7 +21,7 @@ PKGS="
 	libmicrohttpd-dev curl
 	golang-go graphviz strace
 	clang libclang-rt-14-dev
-	python3-docutils man-db
+	python3-docutils man-db libgoogle-perftools4
 	chromium npm
 	debhelper dh-dkms dkms dpkg-dev fakeroot lintian udev
 "
