@@ -128,6 +128,16 @@ END {
 			g("aggregate." rates[q] ".rss_goal_met"), g("aggregate." rates[q] ".ingest_vs_goal")
 	print ""
 
+	print "4a. the off-CPU hook (VM): context switches per second of pingpong"
+	printf "   no session %s, record %s, record --off-cpu %s (/ none: %s), perf sched_switch -g %s (/ none: %s); probe %s ns a call\n", \
+		g("offcpu.none_switches_per_s"), g("offcpu.cpu_switches_per_s"), \
+		g("offcpu.offcpu_switches_per_s"), \
+		r("offcpu.offcpu_switches_per_s", "offcpu.none_switches_per_s"), \
+		g("offcpu.perf_switches_per_s"), \
+		r("offcpu.perf_switches_per_s", "offcpu.none_switches_per_s"), \
+		g("offcpu.probe_ns")
+	print ""
+
 	print "4c. heap sampling: ns per malloc/free pair, 4 threads, small blocks"
 	print "   goals: sampling off at most 2 ns over glibc (host); on at most tcmalloc sampling at 512 KiB (VM, one run)"
 	printf "   host: glibc %s, shim off %s (+%s ns), tcmalloc %s, tcmalloc sampled %s\n", \

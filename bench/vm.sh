@@ -9,7 +9,7 @@
 # PLABEL_BENCH_REPS (default 3): runs of every overhead and accuracy
 # configuration, interleaved; PLABEL_BENCH_SPIN_MS (default 1500): the
 # unprofiled workload's wall time; PLABEL_BENCH_PARTS (default "labels
-# overhead accuracy serve heap memory"): which parts to run.
+# overhead accuracy serve offcpu heap memory"): which parts to run.
 
 set -u
 OUT=${PLABEL_TEST_OUT:-/tmp/bench-out}
@@ -31,7 +31,7 @@ log() { echo "bench-vm: $*" >&2; }
 dbg() { cat "$DBG/$1" 2>/dev/null || echo 0; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
 
-PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy serve heap memory}
+PARTS=${PLABEL_BENCH_PARTS:-labels overhead accuracy serve offcpu heap memory}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 emit vm.kernel "$(uname -r)"
@@ -300,6 +300,21 @@ emit serve.scrape_cpu_pct "$(awk -v c=$((c2 - c1)) -v t=$((t2 - t1)) \
 emit serve.scrapes_ok "$ok"
 emit serve.scrape_ms "$(median <"$TMP/serve_scrape.ms")"
 emit serve.scrape_ms_runs "$(paste -sd, "$TMP/serve_scrape.ms")"
+fi
+
+# --- 4a. the off-CPU hook's cost --------------------------------------------
+# bench/offcpu.sh: context switches per second of bench/pingpong with no
+# session, under plabel record, under plabel record --off-cpu and under
+# perf's sched_switch recording, and the switch probe's own ns per call.
+if want offcpu; then
+log "off-CPU hook"
+PLABEL="$PLABEL" bench/offcpu.sh >"$OUT/offcpu.txt" 2>&1
+for k in none cpu offcpu perf; do
+	emit "offcpu.${k}_switches_per_s" "$(awk -v k=$k '$1 == k { print $2 }' \
+		"$OUT/offcpu.txt")"
+done
+emit offcpu.probe_ns "$(sed -n 's/^switch probe: .* calls, \([0-9]*\) ns each$/\1/p' \
+	"$OUT/offcpu.txt")"
 fi
 
 # --- 4b. heap sampling's cost per malloc/free pair ------------------------
