@@ -1039,6 +1039,18 @@ static bool plabel_session_stopped(struct plabel_session *s)
 	return smp_load_acquire(&s->state) == PLABEL_SESSION_STOPPED;
 }
 
+/* size bytes of rec at buf + *done: 0, -ENOSPC without room in len, -EFAULT */
+static int plabel_copy_rec(char __user *buf, size_t len, size_t *done,
+			   const void *rec, size_t size)
+{
+	if (len - *done < size)
+		return -ENOSPC;
+	if (copy_to_user(buf + *done, rec, size))
+		return -EFAULT;
+	*done += size;
+	return 0;
+}
+
 /*
  * A LOST record of @kind for what @count grew by since *@seen, at buf +
  * *@done: 0 when written or when nothing is new, -ENOSPC without room in
@@ -1055,15 +1067,14 @@ static int plabel_copy_lost(char __user *buf, size_t len, size_t *done,
 		.lost = count - *seen,
 	};
 
+	int err;
+
 	if (count == *seen)
 		return 0;
-	if (len - *done < sizeof(rec))
-		return -ENOSPC;
-	if (copy_to_user(buf + *done, &rec, sizeof(rec)))
-		return -EFAULT;
-	*seen = count;
-	*done += sizeof(rec);
-	return 0;
+	err = plabel_copy_rec(buf, len, done, &rec, sizeof(rec));
+	if (!err)
+		*seen = count;
+	return err;
 }
 
 /*
@@ -1081,15 +1092,14 @@ static int plabel_copy_sync(char __user *buf, size_t len, size_t *done,
 		.time_ns = synced,
 	};
 
+	int err;
+
 	if (synced <= *sent)
 		return 0;
-	if (len - *done < sizeof(rec))
-		return -ENOSPC;
-	if (copy_to_user(buf + *done, &rec, sizeof(rec)))
-		return -EFAULT;
-	*sent = synced;
-	*done += sizeof(rec);
-	return 0;
+	err = plabel_copy_rec(buf, len, done, &rec, sizeof(rec));
+	if (!err)
+		*sent = synced;
+	return err;
 }
 
 /* Copy whole records; under read_lock. */
@@ -1104,12 +1114,11 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 	int err;
 
 	if (!s->stream_sent) {
-		if (len < sizeof(s->stream))
-			return -ENOSPC;
-		if (copy_to_user(buf, &s->stream, sizeof(s->stream)))
-			return -EFAULT;
+		err = plabel_copy_rec(buf, len, &done, &s->stream,
+				      sizeof(s->stream));
+		if (err)
+			return err;
 		s->stream_sent = true;
-		done = sizeof(s->stream);
 	}
 	err = plabel_copy_lost(buf, len, &done, 0, PLABEL_LOST_MAPPINGS,
 			       atomic64_read(&s->lost_maps),
