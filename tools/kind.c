@@ -99,3 +99,19 @@ const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS] = {
 		.period_value = 0,
 	},
 };
+
+static const char *const plabel_wait_names[] = {
+	[PLABEL_WAIT_OTHER] = "other",
+	[PLABEL_WAIT_SLEEP] = "sleep",
+	[PLABEL_WAIT_IO] = "io",
+	[PLABEL_WAIT_FUTEX] = "futex",
+	[PLABEL_WAIT_PREEMPTED] = "preempted",
+};
+
+const char *plabel_wait_name(uint32_t kind)
+{
+	size_t n = sizeof(plabel_wait_names) / sizeof(plabel_wait_names[0]);
+
+	return kind < n && plabel_wait_names[kind] ? plabel_wait_names[kind] :
+	       "other";
+}

@@ -65,4 +65,10 @@ struct plabel_kind {
 
 extern const struct plabel_kind plabel_kinds[PLABEL_PROF_NKINDS];
 
+/*
+ * The name of enum plabel_wait_kind kind, as the "wait" label's value and
+ * the timeline's off-CPU slices say it; "other" for an unknown one.
+ */
+const char *plabel_wait_name(uint32_t kind);
+
 #endif /* PLABEL_TOOLS_KIND_H */

@@ -227,15 +227,6 @@ static uint64_t user_loc(struct plabel_resolver *r, struct plabel_proc *p,
 	return *slot;
 }
 
-/* The "wait" label's values, by enum plabel_wait_kind. */
-static const char *const wait_names[] = {
-	[PLABEL_WAIT_OTHER] = "other",
-	[PLABEL_WAIT_SLEEP] = "sleep",
-	[PLABEL_WAIT_IO] = "io",
-	[PLABEL_WAIT_FUTEX] = "futex",
-	[PLABEL_WAIT_PREEMPTED] = "preempted",
-};
-
 /* The "state" label's values, by enum plabel_thread_state. */
 static const char *const state_names[] = {
 	[PLABEL_THREAD_RUNNING] = "running",
@@ -256,10 +247,10 @@ static const char *state_name(uint32_t state)
 	       state_names[state - 1] : "running";
 }
 
+/* wait: 1 + enum plabel_wait_kind, 0: none */
 static const char *wait_name(uint32_t wait)
 {
-	return wait && wait - 1 < sizeof(wait_names) / sizeof(wait_names[0]) ?
-	       wait_names[wait - 1] : "other";
+	return plabel_wait_name(wait ? wait - 1 : PLABEL_WAIT_OTHER);
 }
 
 /*

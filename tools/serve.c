@@ -1488,13 +1488,6 @@ static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 				   NULL, 0, NULL);
 	case PLABEL_ROUTE_PROFILE:
 	case PLABEL_ROUTE_THREADCREATE:
-		memset(&filt, 0, sizeof(filt));
-		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
-					  serve_arg, &q);
-		if (q.why)
-			return serve_text(conn, MHD_HTTP_BAD_REQUEST, q.why,
-					  NULL);
-		return serve_profile(srv, req, route, &q);
 	case PLABEL_ROUTE_GOROUTINE:
 		memset(&filt, 0, sizeof(filt));
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
@@ -1502,7 +1495,9 @@ static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 		if (q.why)
 			return serve_text(conn, MHD_HTTP_BAD_REQUEST, q.why,
 					  NULL);
-		return serve_goroutine(srv, conn, &q);
+		return route == PLABEL_ROUTE_GOROUTINE ?
+		       serve_goroutine(srv, conn, &q) :
+		       serve_profile(srv, req, route, &q);
 	case PLABEL_ROUTE_LACKING:
 	case PLABEL_ROUTE_UNKNOWN:
 	default:

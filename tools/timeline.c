@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "plabel_uapi.h"
+#include "kind.h"
 #include "timeline.h"
 
 #ifndef PLABEL_VERSION
@@ -452,14 +453,6 @@ static void out_args(struct tl_writer *w, uint64_t id)
 	out_raw(&w->out, "}");
 }
 
-static const char *const wait_names[] = {
-	[PLABEL_WAIT_OTHER] = "other",
-	[PLABEL_WAIT_SLEEP] = "sleep",
-	[PLABEL_WAIT_IO] = "io",
-	[PLABEL_WAIT_FUTEX] = "futex",
-	[PLABEL_WAIT_PREEMPTED] = "preempted",
-};
-
 /* An X event on o's track from t0 to t1. */
 static void out_slice(struct tl_writer *w, const struct plabel_tl_obs *o,
 		      const char *what, const char *cat, uint64_t t0,
@@ -587,9 +580,7 @@ static void out_thread(struct tl_writer *w, size_t i, size_t e)
 					  open_set);
 			end = o->end_ns > t ? o->end_ns : t;
 			snprintf(what, sizeof(what), "off-CPU (%s)",
-				 o->wait < sizeof(wait_names) /
-					   sizeof(wait_names[0]) ?
-				 wait_names[o->wait] : "other");
+				 plabel_wait_name(o->wait));
 			out_slice(w, o, what, "off-cpu", t, end, o->set_id);
 			/* it runs on with the labels it waited with */
 			open = 1;
