@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "session_util.h"
@@ -428,6 +429,87 @@ TEST_F(threads, exiting)
 					      BUF_LEN, NULL));
 	}
 	EXPECT_EQ(0, bad);
+}
+
+/* A process whose leader has exited (pthread_exit), its thread going on. */
+static void *leader_gone_fn(void *arg)
+{
+	int *done = arg;
+	char c;
+
+	if (read(done[0], &c, 1) < 0)
+		_exit(31);
+	_exit(0);
+}
+
+static int is_zombie_leader(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/*
+ * Its leader gone, a process has no memory to judge by: as ptrace does,
+ * the credentials decide, so another process of the same user reads it
+ * (its leader, exiting, without stacks) instead of being refused.
+ */
+TEST_F(threads, exited_leader)
+{
+	int done[2], i, status;
+	pid_t a, b;
+
+	if (geteuid())
+		SKIP(return, "needs root to become another user");
+	ASSERT_EQ(0, pipe(done));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (a == 0) {
+		pthread_t t;
+
+		close(done[1]);
+		if (setgid(NOBODY) || setuid(NOBODY) ||
+		    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+			_exit(30);
+		if (pthread_create(&t, NULL, leader_gone_fn, done))
+			_exit(32);
+		pthread_exit(NULL);
+	}
+	close(done[0]);
+	for (i = 0; i < 500 && !is_zombie_leader(a); i++)
+		usleep(10000);
+	ASSERT_TRUE(is_zombie_leader(a));
+	b = fork();
+	ASSERT_LE(0, b);
+	if (b == 0) {
+		struct plabel_threads_get_args r;
+		int err;
+
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(10);
+		err = threads_get(self->fd, a, 0, PLABEL_CALLCHAIN_FP,
+				  self->buf, BUF_LEN, &r);
+		if (err)
+			_exit(11 + (-err & 63));
+		_exit(r.nthreads == 2 && !r.nhidden ? 0 : 9);
+	}
+	ASSERT_EQ(b, waitpid(b, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	/* 11 + EACCES (13) = 24: refused for want of the leader's memory */
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(done[1]);
+	ASSERT_EQ(a, waitpid(a, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN
