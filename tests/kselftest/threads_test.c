@@ -7,6 +7,7 @@
  * user's process and allowed its own; processes that exit during calls.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -508,6 +509,113 @@ TEST_F(threads, exited_leader)
 	/* 11 + EACCES (13) = 24: refused for want of the leader's memory */
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	close(done[1]);
+	ASSERT_EQ(a, waitpid(a, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+}
+
+/* Writes s to /proc/pid/name; 0 or -1. */
+static int write_proc(pid_t pid, const char *name, const char *s)
+{
+	char path[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ok = fputs(s, f) >= 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+/* Root's way out of a chroot: 0 or -1. */
+static int leave_chroot(void)
+{
+	int fd = open("/", O_RDONLY | O_DIRECTORY), i;
+
+	if (fd < 0 || chroot("/tmp") || fchdir(fd))
+		return -1;
+	close(fd);
+	for (i = 0; i < 64; i++)
+		if (chdir(".."))
+			return -1;
+	return chroot(".");
+}
+
+/*
+ * A process in a user namespace that root made, its root mapped to
+ * nobody and holding every capability there, is not readable by nobody
+ * outside it: as ptrace, a target in another user namespace needs
+ * CAP_SYS_PTRACE in that namespace, which nobody lacks (root owns it).
+ */
+TEST_F(threads, other_user_namespace)
+{
+	int go[2], ready[2], done[2], status;
+	pid_t a, b;
+	char c;
+
+	if (geteuid())
+		SKIP(return, "needs root to make the namespace");
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(done));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (a == 0) {
+		close(go[1]);
+		close(ready[0]);
+		close(done[1]);
+		/*
+		 * Not from a chroot (EPERM), as the VM runs its tests: this
+		 * child, root, leaves it for the system's root first (it
+		 * only holds the namespace; the test reads it by pid).
+		 */
+		if (leave_chroot())
+			_exit(44);
+		if (unshare(CLONE_NEWUSER))
+			_exit(40 + (errno & 3));
+		if (write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(41);
+		/* root inside, nobody outside, every capability inside */
+		if (setgid(0) || setuid(0) || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+			_exit(48);
+		if (write(ready[1], "r", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(49);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	close(done[0]);
+	if (read(ready[0], &c, 1) != 1) {
+		waitpid(a, &status, 0);
+		SKIP(return, "cannot make a user namespace here (exit %d)",
+		     WEXITSTATUS(status));
+	}
+	ASSERT_EQ(0, write_proc(a, "uid_map", "0 65534 1"));
+	ASSERT_EQ(0, write_proc(a, "setgroups", "deny"));
+	ASSERT_EQ(0, write_proc(a, "gid_map", "0 65534 1"));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	if (read(ready[0], &c, 1) != 1) {
+		waitpid(a, &status, 0);
+		TH_LOG("the namespace's root: exit %d", WEXITSTATUS(status));
+		ASSERT_TRUE(0);
+	}
+	b = fork();
+	ASSERT_LE(0, b);
+	if (b == 0) {
+		int err;
+
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(10);
+		err = threads_get(self->fd, a, 0, PLABEL_CALLCHAIN_FP,
+				  self->buf, BUF_LEN, NULL);
+		_exit(err == -EACCES ? 0 : err ? 11 + (-err & 63) : 9);
+	}
+	ASSERT_EQ(b, waitpid(b, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	/* 9: read, as before the check knew of namespaces */
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(1, write(done[1], "d", 1));
 	ASSERT_EQ(a, waitpid(a, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 }
