@@ -299,4 +299,15 @@ static inline bool plabel_task_on_cpu(struct task_struct *t)
 #endif
 }
 
+/*
+ * A grace period soon: from 6.2 on, call_rcu() may wait some 10 s to batch
+ * lazy callbacks (CONFIG_RCU_LAZY, on offloaded CPUs), and call_rcu_hurry()
+ * does not; before, call_rcu() never waited so.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define plabel_call_rcu_hurry(head, func)	call_rcu_hurry(head, func)
+#else
+#define plabel_call_rcu_hurry(head, func)	call_rcu(head, func)
+#endif
+
 #endif /* PLABEL_COMPAT_H */

@@ -285,6 +285,8 @@ bool plabel_set_may_access(const struct plabel_set *set)
 	t = pid_task(set->creator, PIDTYPE_TGID);
 	if (t) {
 		tcred = __task_cred(t);
+		/* credentials first, as ptrace: pairs with commit_creds() */
+		smp_rmb();
 		d = plabel_task_dumpable(t);
 		if (d >= 0)
 			dumpable = d;
@@ -296,17 +298,26 @@ bool plabel_set_may_access(const struct plabel_set *set)
 
 bool plabel_may_read_task(struct task_struct *t)
 {
+	const struct cred *tcred;
 	bool ok;
 	int d;
 
 	if (same_thread_group(t, current))
 		return true;
 	rcu_read_lock();
+	tcred = __task_cred(t);
+	/*
+	 * Credentials before dumpability, as ptrace reads them: a task
+	 * becomes non-dumpable before its new credentials show (smp_wmb()
+	 * in commit_creds()), so the pair is never the old dumpability with
+	 * the new credentials.
+	 */
+	smp_rmb();
 	d = plabel_task_dumpable(t);
 	/* no memory (an exited leader): as ptrace, the credentials decide */
 	if (d < 0)
 		d = PLABEL_DUMP_USER;
-	ok = plabel_cred_may_read(current_cred(), __task_cred(t), d);
+	ok = plabel_cred_may_read(current_cred(), tcred, d);
 	rcu_read_unlock();
 	return ok;
 }

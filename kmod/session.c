@@ -520,7 +520,7 @@ static void plabel_tick_fn(struct work_struct *work)
 	if (!smp_load_acquire(&s->sync_pending)) {
 		s->sync_start = ktime_get_ns();
 		WRITE_ONCE(s->sync_pending, true);
-		call_rcu(&s->sync_rcu, plabel_sync_fn);
+		plabel_call_rcu_hurry(&s->sync_rcu, plabel_sync_fn);
 	}
 	plabel_scan_pending(s, true);
 	if (++s->ticks >= PLABEL_WAKE_TICKS) {

@@ -4,7 +4,8 @@
  * (sample.c) and the per-CPU record rings (ring.c).
  *
  * Rings: one per CPU that was online during the session (its bytes are
- * allocated when it comes online, kept until the session is freed, NULL
+ * allocated at the start by the starter for the CPUs online then, or when
+ * a CPU comes online later, kept until the session is freed, NULL
  * before), a power-of-two byte array with free-running head (producer) and tail (consumer) positions. Every writer of a CPU's ring
  * runs on that CPU with interrupts disabled (the perf overflow handler in hard
  * interrupt context; clone/exec/mmap writers in process context wrap their
@@ -29,7 +30,11 @@
  * hotplug lock and cpuhp_state_mutex (taken inside
  * cpuhp_state_add_instance() and cpuhp_state_remove_instance(); the
  * hotplug callbacks take none of plabel's locks) > session->read_lock >
- * mmap_lock of a scanned mm.
+ * mmap_lock of a scanned mm. Off-CPU sessions: plabel_session_mutex >
+ * offcpu.c's plabel_offcpu_lock > tracepoints_mutex and the CPU hotplug
+ * lock (inside tracepoint_probe_register()/_unregister(), for jump labels
+ * and static calls); the probe's linger work takes plabel_offcpu_lock
+ * alone, and unload cancels that work before it takes the lock.
  * Nothing in interrupt context takes a lock.
  */
 #ifndef PLABEL_SESSION_H
@@ -206,7 +211,7 @@ struct plabel_stats {
 DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
 
 /* ring.c; irqs off, on the ring's CPU, for the producer side */
-/* process context, on the ring's CPU (its online callback) */
+/* process context: the session's start, or the CPU's online callback */
 int plabel_ring_alloc(struct plabel_ring *r, u32 size, int node);
 void plabel_ring_free(struct plabel_ring *r);
 bool plabel_wr_begin(struct plabel_wr *w, struct plabel_ring *r, u32 max);

@@ -367,8 +367,10 @@ struct plabel_rec_comm {
 };
 
 /*
- * CPU cpu's SAMPLE, THREAD and OFFCPU records stamped before time_ns are
- * all in the stream before this record: none stamped earlier follows. Sent
+ * CPU cpu's records stamped before time_ns (SAMPLE, THREAD, OFFCPU,
+ * OFFCPU_END, ALLOC, FREE, EXEC, COMM; MMAP aside, whose stamp is that of
+ * the record that asked for it) are all in the stream before this record:
+ * none stamped earlier follows. Sent
  * for CPUs whose ring a read() found empty, so that a reader can settle
  * times that an idle CPU's silence would hold back. time_ns grows from one
  * SYNC of a CPU to the next.
