@@ -119,11 +119,15 @@ def main():
         # the flow from the creating (main) thread to this one
         fs = [e for e in mine if e["ph"] == "f"]
         ss = {e["id"]: e for e in evs if e["ph"] == "s"}
-        ok = len(fs) == 1 and fs[0]["id"] in ss and \
-            ss[fs[0]["id"]]["tid"] == pid
-        report(ok or only is not None,
-               "%s: a flow from the main thread's creation" % name,
-               repr(fs))
+        if only is None:
+            ok = len(fs) == 1 and fs[0]["id"] in ss and \
+                ss[fs[0]["id"]]["tid"] == pid
+            report(ok, "%s: a flow from the main thread's creation" % name,
+                   repr(fs))
+        else:
+            # the main thread is left out: no flow may dangle
+            report(all(f["id"] in ss for f in fs),
+                   "%s: no flow from a track left out" % name, repr(fs))
 
 
 main()
