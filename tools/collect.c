@@ -575,9 +575,11 @@ static int timeline_note(struct plabel_collect *c,
 		o.child_pid = h->child_pid;
 		o.child_tid = h->child_tid;
 		break;
-	default:
+	case PLABEL_REC_SAMPLE:
 		o.kind = PLABEL_TL_SAMPLE;
 		break;
+	default:	/* a thread's state now (plabel threads): no event */
+		return 0;
 	}
 	return plabel_tl_add(c->tl, &o);
 }

@@ -489,7 +489,6 @@ static int plabel_shell_status(int wst)
 	return 1;
 }
 
-/* Whether dir holds one of the files record writes. */
 /* The name of the i-th file record writes (NULL past the last). */
 static const char *plabel_out_file(size_t i)
 {
@@ -498,6 +497,7 @@ static const char *plabel_out_file(size_t i)
 	return i == PLABEL_PROF_NKINDS ? PLABEL_TIMELINE_FILE : NULL;
 }
 
+/* Whether dir holds one of the files record writes. */
 static int plabel_dir_has_profile(const char *dir)
 {
 	char path[PATH_MAX];

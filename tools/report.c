@@ -294,24 +294,15 @@ static const char *plabel_basename(const char *path)
 	return s;
 }
 
-static uint64_t plabel_str_hash(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h * 0x100000001b3ull;
-}
-
 static uint64_t plabel_node_hash(const char *name, const char *objfile,
 				 int64_t start_line)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = PLABEL_FNV_INIT;
 
 	if (name)
-		return plabel_str_hash(h, name);
-	h = plabel_str_hash(h ^ 1, objfile);
-	return (h ^ (uint64_t)start_line) * 0x100000001b3ull;
+		return plabel_str_hash(h, name) * PLABEL_FNV_PRIME;
+	h = plabel_str_hash(h ^ 1, objfile) * PLABEL_FNV_PRIME;
+	return (h ^ (uint64_t)start_line) * PLABEL_FNV_PRIME;
 }
 
 static bool plabel_node_is(const struct plabel_node *n, const char *name,

@@ -1159,10 +1159,29 @@ static enum MHD_Result serve_text(struct MHD_Connection *conn,
 }
 
 /*
+ * Whether process pid has a command line: kernel threads (and zombies)
+ * have none, nor user stacks to show.
+ */
+static int serve_has_cmdline(int32_t pid)
+{
+	char path[32], c;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, &c, 1);
+	close(fd);
+	return got == 1;
+}
+
+/*
  * The processes /debug/pprof/goroutine shows: the server's -p ones, or
- * with -a every process in /proc (the kernel leaves out those the server
- * may not read), at most PLABEL_SERVE_THREADS_MAX_PROCS, the lowest pids
- * first; a pid= filter keeps only its processes. *more counts those left
+ * with -a every process in /proc but kernel threads (the kernel leaves
+ * out those the server may not read), at most
+ * PLABEL_SERVE_THREADS_MAX_PROCS in /proc's order; a pid= filter keeps only its processes. *more counts those left
  * out over the bound. A malloc()ed array, NULL on ENOMEM.
  */
 static int32_t *serve_threads_pids(struct serve *srv,
@@ -1205,7 +1224,8 @@ static int32_t *serve_threads_pids(struct serve *srv,
 	while ((de = readdir(d))) {
 		unsigned long pid;
 
-		if (plabel_parse_ulong(de->d_name, 1, INT32_MAX, &pid))
+		if (plabel_parse_ulong(de->d_name, 1, INT32_MAX, &pid) ||
+		    !serve_has_cmdline((int32_t)pid))
 			continue;
 		if (*n < PLABEL_SERVE_THREADS_MAX_PROCS)
 			pids[(*n)++] = (int32_t)pid;

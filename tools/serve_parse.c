@@ -162,8 +162,8 @@ static const struct {
 	const char *path;
 	const char *why;
 } plabel_lacking[] = {
-	{ "allocs", "plabel serve has no allocation profile yet" },
-	{ "heap", "plabel serve has no heap profile yet" },
+	{ "allocs", "plabel serve has no allocation profile yet: plabel record --heap -- CMD writes one" },
+	{ "heap", "plabel serve has no heap profile yet: plabel record --heap -- CMD writes one" },
 	{ "delta_heap", "plabel serve has no heap profile" },
 	{ "block", "plabel serve has no blocking profile" },
 	{ "delta_block", "plabel serve has no blocking profile" },

@@ -112,6 +112,17 @@ void plabel_pair_map_free(struct plabel_pair_map *pm);
 size_t plabel_itab_u32(struct plabel_itab *t, void *arr, size_t *n,
 		       size_t *cap, size_t elsz, uint32_t key, int *fresh);
 
+#define PLABEL_FNV_INIT		0xcbf29ce484222325ULL
+#define PLABEL_FNV_PRIME	0x100000001b3ULL
+
+/* FNV-1a of the string s, going on from h (PLABEL_FNV_INIT to start). */
+static inline uint64_t plabel_str_hash(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * PLABEL_FNV_PRIME;
+	return h;
+}
+
 /* Mixes two words into a hash (a splitmix64 finish). */
 static inline uint64_t plabel_hash2(uint64_t a, uint64_t b)
 {

@@ -206,16 +206,6 @@ static int plabel_tsame(const struct plabel_prof *p, size_t i, size_t j)
 	return k == 0;
 }
 
-/* FNV-1a of a string, for the grouping hash. */
-static uint64_t plabel_tstr_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 /*
  * What plabel_tsame() compares, hashed: the stack and the labels but the
  * thread name, in any order (a sum of each label's hash).
@@ -231,8 +221,9 @@ static uint64_t plabel_tsample_hash(const struct plabel_prof *p, size_t i)
 		h = plabel_hash2(h, si.loc_ids[k]);
 	for (k = 0; k < si.nlabels; k++)
 		if (!plabel_tlabel_skip(&si.labels[k]))
-			lh += plabel_hash2(plabel_tstr_hash(si.labels[k].key),
-					   plabel_tstr_hash(si.labels[k].value));
+			lh += plabel_hash2(
+				plabel_str_hash(PLABEL_FNV_INIT, si.labels[k].key),
+				plabel_str_hash(PLABEL_FNV_INIT, si.labels[k].value));
 	return plabel_hash2(h, lh);
 }
 

@@ -62,29 +62,21 @@ int plabel_tl_set_focus(struct plabel_timeline *tl, const char *kv)
 
 int plabel_tl_add(struct plabel_timeline *tl, const struct plabel_tl_obs *o)
 {
-	if (tl->n >= tl->max) {
+	/* past the bound, or out of memory: one observation less, counted */
+	if (tl->n >= tl->max ||
+	    plabel_grow(&tl->obs, &tl->cap, tl->n, sizeof(*tl->obs))) {
 		tl->dropped++;
 		return 0;
 	}
-	if (plabel_grow(&tl->obs, &tl->cap, tl->n, sizeof(*tl->obs)))
-		return -ENOMEM;
 	tl->obs[tl->n++] = *o;
 	return 0;
-}
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
 }
 
 uint32_t plabel_tl_frame(struct plabel_timeline *tl, uint32_t parent,
 			 const char *name)
 {
-	uint64_t h = plabel_hash2(parent, str_hash(name));
+	uint64_t h = plabel_hash2(parent,
+				  plabel_str_hash(PLABEL_FNV_INIT, name));
 	struct plabel_tl_frame *f;
 	size_t i, pos = SIZE_MAX;
 
@@ -103,8 +95,6 @@ uint32_t plabel_tl_frame(struct plabel_timeline *tl, uint32_t parent,
 	if (!f->name)
 		return 0;
 	f->parent = parent;
-	f->reserved = 0;
-	f->hash = h;
 	plabel_itab_put(&tl->frame_tab, h, tl->nframes);
 	return (uint32_t)++tl->nframes;
 }
@@ -268,7 +258,6 @@ struct tl_writer {
 	/* thread creations by child (pid, tid) */
 	struct tl_creation {
 		uint32_t pid, tid;	/* the child */
-		uint32_t ppid, ptid;	/* its creator */
 		uint64_t time_ns, id;
 	} *cre;
 	size_t ncre;
@@ -417,8 +406,6 @@ static int find_creations(struct tl_writer *w)
 		c = &w->cre[w->ncre++];
 		c->pid = o->child_pid;
 		c->tid = o->child_tid;
-		c->ppid = o->pid;
-		c->ptid = o->tid;
 		c->time_ns = o->time_ns;
 		c->id = o->seq + 1;
 	}
@@ -645,7 +632,7 @@ static void out_header(struct tl_writer *w)
 	out_fmt(&w->out, ",\"observations\":\"%zu\",\"max_observations\":\"%zu\",\"dropped_observations\":\"%" PRIu64 "\"",
 		tl->n, tl->max, tl->dropped);
 	if (tl->dropped)
-		out_fmt(&w->out, ",\"note\":\"timeline cut short: it keeps at most %zu observations (CPU samples, waits, thread creations); %" PRIu64 " later ones are left out (the pprof profiles have them all)\"",
+		out_fmt(&w->out, ",\"note\":\"timeline cut short: it keeps at most %zu observations (CPU samples, waits, thread creations), fewer when memory runs out; %" PRIu64 " are left out (the pprof profiles have them all)\"",
 			tl->max, tl->dropped);
 	if (tl->focus_key) {
 		out_raw(&w->out, ",\"timeline_label\":");

@@ -56,8 +56,6 @@ struct plabel_tl_obs {
 /* A node of the stack-frame tree: id = index + 1. */
 struct plabel_tl_frame {
 	uint32_t parent;	/* 0: a root */
-	uint32_t reserved;
-	uint64_t hash;
 	char *name;
 };
 
@@ -94,7 +92,10 @@ void plabel_tl_release(struct plabel_timeline *tl);
  */
 int plabel_tl_set_focus(struct plabel_timeline *tl, const char *kv);
 
-/* One more observation (copied), or counted as dropped. 0 or -ENOMEM. */
+/*
+ * One more observation (copied), or counted as dropped: past the bound
+ * or when memory runs out, so that the profiles lose nothing. 0.
+ */
 int plabel_tl_add(struct plabel_timeline *tl, const struct plabel_tl_obs *o);
 
 /*
