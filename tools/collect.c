@@ -145,8 +145,10 @@ struct plabel_collect {
 	struct plabel_heap_ev {
 		struct plabel_csample s;
 		uint64_t addr, bytes, weight;
+		uint64_t n;	/* allocations it stands for */
 		uint32_t pid;
 		uint32_t live;	/* set when matching */
+		uint32_t freed;	/* all n freed already (no address) */
 	} *heap;
 	size_t nheap, heap_cap;
 	struct plabel_free_ev {
@@ -155,6 +157,8 @@ struct plabel_collect {
 	} *frees;
 	size_t nfrees, frees_cap;
 	uint64_t heap_rate;
+	uint64_t heap_unmatched;	/* plabel_collect_heap_counts()' */
+	uint64_t heap_implied;
 };
 
 void plabel_collect_free(struct plabel_collect *c)
@@ -194,6 +198,17 @@ void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns)
 void plabel_collect_set_heap_rate(struct plabel_collect *c, uint64_t bytes)
 {
 	c->heap_rate = bytes;
+}
+
+void plabel_collect_heap_counts(struct plabel_collect *c, uint64_t frees,
+				uint64_t unmatched, uint64_t implied,
+				uint64_t lost, uint64_t dropped)
+{
+	c->st.frees += frees;
+	c->heap_unmatched += unmatched;
+	c->heap_implied += implied;
+	c->st.lost_frees += lost;
+	c->st.allocs_dropped += dropped;
 }
 
 void plabel_collect_skip_before_exec(struct plabel_collect *c, uint32_t pid)
@@ -758,7 +773,32 @@ static int add_alloc(struct plabel_collect *c, const struct plabel_dec_rec *r)
 	e->addr = r->u.sample.alloc.addr;
 	e->bytes = r->u.sample.alloc.requested;
 	e->weight = r->u.sample.alloc.weight;
+	e->n = 1;
 	e->pid = h->pid;
+	return 0;
+}
+
+int plabel_collect_heap_freed(struct plabel_collect *c, const void *rec,
+			      size_t len, uint64_t n)
+{
+	struct plabel_heap_ev *e;
+	struct plabel_dec d;
+	int ret;
+
+	if (!n)
+		return 0;
+	plabel_dec_init(&d, rec, len);
+	if (plabel_dec_next(&d, c->rec) <= 0 ||
+	    c->rec->type != PLABEL_REC_ALLOC || c->rec->size != len)
+		return -EINVAL;
+	ret = add_alloc(c, c->rec);
+	if (ret)
+		return ret;
+	e = &c->heap[c->nheap - 1];
+	e->n = n;
+	e->freed = 1;
+	e->addr = 0;
+	c->st.allocs += n - 1;
 	return 0;
 }
 
@@ -1558,10 +1598,10 @@ static void heap_match(struct plabel_collect *c)
 		qsort(c->heap, c->nheap, sizeof(*c->heap), heap_ev_cmp);
 	if (c->nfrees)
 		qsort(c->frees, c->nfrees, sizeof(*c->frees), free_ev_cmp);
-	c->st.frees_unmatched = 0;
-	c->st.frees_implied = 0;
+	c->st.frees_unmatched = c->heap_unmatched;
+	c->st.frees_implied = c->heap_implied;
 	for (i = 0; i < c->nheap; i++)
-		c->heap[i].live = 1;
+		c->heap[i].live = !c->heap[i].freed;
 	i = 0;
 	while (i < c->nheap || j < c->nfrees) {
 		struct plabel_heap_ev *a = i < c->nheap ? &c->heap[i] : NULL;
@@ -1609,6 +1649,7 @@ struct plabel_heap_key {
 	struct plabel_agg a;	/* count, nanos: 0 */
 	uint64_t weight;
 	uint64_t bytes;
+	uint64_t n;
 	uint32_t live;
 };
 
@@ -1670,6 +1711,13 @@ static int heap_comments(struct plabel_prof *prof,
 		 st->allocs, st->frees, st->frees_unmatched);
 	if (plabel_prof_add_comment(prof, line))
 		return -ENOMEM;
+	if (st->allocs_dropped) {
+		snprintf(line, sizeof(line),
+			 "heap: sampled allocations left out over the reader's bound: %" PRIu64 " (every figure is too low)",
+			 st->allocs_dropped);
+		if (plabel_prof_add_comment(prof, line))
+			return -ENOMEM;
+	}
 	if (st->frees_implied) {
 		snprintf(line, sizeof(line),
 			 "heap: blocks taken as freed because their address was sampled again: %" PRIu64,
@@ -1717,6 +1765,7 @@ static int build_heap(struct plabel_collect *c, struct plabel_prof *prof)
 		k->a.nanos = 0;
 		k->weight = c->heap[i].weight;
 		k->bytes = c->heap[i].bytes;
+		k->n = c->heap[i].n;
 		k->live = c->heap[i].live;
 		n++;
 	}
@@ -1727,8 +1776,8 @@ static int build_heap(struct plabel_collect *c, struct plabel_prof *prof)
 		struct plabel_agg a = keys[i].a;
 
 		for (j = i; j < n && !heap_key_cmp(&keys[i], &keys[j]); j++) {
-			ac += 1;
-			ab += (double)keys[j].bytes;
+			ac += (double)keys[j].n;
+			ab += (double)keys[j].bytes * (double)keys[j].n;
 			if (keys[j].live) {
 				ic += 1;
 				ib += (double)keys[j].bytes;

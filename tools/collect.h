@@ -43,6 +43,7 @@ struct plabel_collect_stats {
 	uint64_t lost_frees;	/* FREE records the kernel dropped */
 	uint64_t frees_unmatched; /* FREEs of blocks not sampled here */
 	uint64_t frees_implied;	/* blocks whose address was sampled again */
+	uint64_t allocs_dropped; /* left out over a reader's bound */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 
@@ -61,6 +62,30 @@ void plabel_collect_free(struct plabel_collect *c);
  * for (the records carry the one each was sampled at).
  */
 void plabel_collect_set_heap_rate(struct plabel_collect *c, uint64_t bytes);
+
+/*
+ * For a reader that matches frees itself and keeps what it no longer
+ * needs one by one (plabel serve): the ALLOC record rec (len bytes, as
+ * read()) stands for n sampled allocations of that stack, thread and
+ * size, all freed already. Its process's mappings and label set come
+ * before it, as for any ALLOC. 0, -EINVAL (not one whole ALLOC record)
+ * or -ENOMEM.
+ */
+int plabel_collect_heap_freed(struct plabel_collect *c, const void *rec,
+			      size_t len, uint64_t n);
+
+/*
+ * What such a reader knows of the frees it matched: frees (the FREE
+ * records it kept from the collector), unmatched (those of blocks it
+ * never saw sampled), implied (blocks taken as freed because their
+ * address was sampled again), lost (FREE records
+ * the kernel dropped) and dropped (sampled allocations it left out over
+ * its bound), added to the collector's own for the heap profile's
+ * comments.
+ */
+void plabel_collect_heap_counts(struct plabel_collect *c, uint64_t frees,
+				uint64_t unmatched, uint64_t implied,
+				uint64_t lost, uint64_t dropped);
 
 /* Default sampling period when the stream does not say (it does). */
 void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);

@@ -262,6 +262,18 @@ void plabel_prof_set_period(struct plabel_prof *p, int64_t period)
 	p->period = period;
 }
 
+int plabel_prof_set_default_type(struct plabel_prof *p, const char *type)
+{
+	size_t i;
+
+	for (i = 0; i < p->nstypes; i++)
+		if (!strcmp(p->stypes[i].type, type)) {
+			p->default_type = p->stypes[i].type;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
 			  int64_t duration_nanos)
 {

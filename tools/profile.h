@@ -73,6 +73,8 @@ void plabel_prof_free(struct plabel_prof *p);
 
 /* Profile-wide fields (all optional). The period: the kind's by default. */
 void plabel_prof_set_period(struct plabel_prof *p, int64_t period);
+/* The sample type viewers show first, one of the profile's. 0 or -errno. */
+int plabel_prof_set_default_type(struct plabel_prof *p, const char *type);
 void plabel_prof_set_time(struct plabel_prof *p, int64_t time_nanos,
 			  int64_t duration_nanos);
 int plabel_prof_add_comment(struct plabel_prof *p, const char *comment);

@@ -79,7 +79,7 @@ void plabel_record_usage(FILE *f)
 	      "                     [--heap[=BYTES]]\n"
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
-	      "                     -a | -p PID[,PID..]\n"
+	      "                     [--heap[=BYTES]] -a | -p PID[,PID..]\n"
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
 	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
@@ -127,7 +127,9 @@ void plabel_record_usage(FILE *f)
 	      "      --every T          one profile of each kind per T (S, Ss, Mm or\n"
 	      "                         Hh) as DIR/cpu-YYYYmmddTHHMMSS.pb.gz and\n"
 	      "                         DIR/threadcreate-..., stamped with the\n"
-	      "                         interval's start (UTC); memory stays bounded\n"
+	      "                         interval's start (UTC); memory stays bounded.\n"
+	      "                         With --heap, DIR/heap-...: the allocations\n"
+	      "                         since the start, at the interval's end\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
@@ -721,12 +723,13 @@ static int plabel_parse_every(const char *arg, uint64_t *ns)
 /*
  * record --every: the session's records go through serve's windows, one
  * per interval back to back, each written to its files when its records
- * have come (serve.h). fd is closed.
+ * have come (serve.h), with heap (--heap's interval, or 0) the heap
+ * profile since the start at each interval's end. fd is closed.
  */
 static int plabel_record_every(int fd, const char *dir, uint64_t every,
 			       int all, const int32_t *pids, uint32_t npids,
 			       unsigned long hz, uint32_t callchain,
-			       double duration)
+			       double duration, uint64_t heap)
 {
 	struct plabel_session_opts so = {
 		.target = all ? PLABEL_TARGET_ALL : PLABEL_TARGET_PIDS,
@@ -734,9 +737,11 @@ static int plabel_record_every(int fd, const char *dir, uint64_t every,
 		.hz = hz,
 		.pids = pids,
 		.npids = npids,
+		.heap_bytes = heap,
 	};
 	struct plabel_serve_cfg cfg = {
 		.hz = hz,
+		.heap_bytes = heap,
 		.every_ns = every,
 		.out_dir = dir,
 		.duration_ns = (uint64_t)(duration * 1e9),
@@ -963,9 +968,9 @@ static int plabel_record_run(int argc, char **argv,
 		fprintf(stderr, "plabel record: --off-cpu-min needs --off-cpu\n");
 		return 2;
 	}
-	if (every && record) {
+	if (every && (record & ~PLABEL_RECORD_HEAP)) {
 		fprintf(stderr, "plabel record: %s does not go with --every\n",
-			timeline ? "--timeline" : heap ? "--heap" : "--off-cpu");
+			timeline ? "--timeline" : "--off-cpu");
 		return 2;
 	}
 	if (heap && cmd) {
@@ -983,6 +988,10 @@ static int plabel_record_run(int argc, char **argv,
 	if (every && (cmd || (!all && !npids))) {
 		fprintf(stderr, "plabel record: --every needs -a or -p PIDS (and no CMD)\n");
 		plabel_record_usage(stderr);
+		return 2;
+	}
+	if (every && heap && callchain == PLABEL_CALLCHAIN_DWARF) {
+		fprintf(stderr, "plabel record: --every --heap takes frame-pointer stacks (-g fp): with dwarf snapshots no two freed allocations are alike, and what it keeps would grow with every one\n");
 		return 2;
 	}
 	if (all && npids) {
@@ -1012,7 +1021,7 @@ static int plabel_record_run(int argc, char **argv,
 		return 1;
 	if (every)
 		return plabel_record_every(st.fd, dir, every, all, pids, npids,
-					   hz, callchain, duration);
+					   hz, callchain, duration, heap);
 	if (plabel_prepare_dir(dir)) {
 		close(st.fd);
 		return 1;

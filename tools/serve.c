@@ -5,6 +5,8 @@
  *
  *   /debug/pprof/profile?seconds=N  the CPU profile of the next N seconds
  *   /debug/pprof/threadcreate       thread creations since the start
+ *   /debug/pprof/heap, allocs       with --heap: sampled allocations
+ *                                   since the start, and those in use
  *   /debug/pprof/                   an index
  *
  * Every request for a profile is a window: its own collector (collect.h)
@@ -17,7 +19,10 @@
  * of those records that still describes something alive (the "state
  * log": LABELSET by set id, MMAP by process and mapping, EXEC by process,
  * COMM by thread; the pids that are gone are pruned) and feeds them to
- * every new window before its first live record. THREAD records are kept
+ * every new window before its first live record. With --heap the reader
+ * also keeps the heap log (the blocks in use and the freed, counted; see
+ * struct serve_log) for /debug/pprof/heap and allocs, windows primed
+ * from it and finished at once. THREAD records are kept
  * too (up to PLABEL_SERVE_THREAD_LOG bytes, the oldest dropped and
  * counted) for /debug/pprof/threadcreate, which is a window primed with
  * the state log and the thread log and finished at once.
@@ -62,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -70,6 +76,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "heaplib.h"
 #include "plabel.h"
 #include "plabel_uapi.h"
 #include "peer.h"
@@ -103,6 +110,13 @@
 #define PLABEL_SERVE_PRUNE_NS	10000000000ULL
 /* bytes of THREAD records kept for threadcreate; then the oldest half go */
 #define PLABEL_SERVE_THREAD_LOG	(32U << 20)
+/*
+ * bytes of the heap log (heap and allocs): ALLOC and FREE records not
+ * settled yet, the blocks in use, one record of each stack, thread,
+ * label set and size freed, and their entries; over it, the least
+ * recently used half of the larger table goes, counted
+ */
+#define PLABEL_SERVE_HEAP_LOG	(64U << 20)
 /* bytes of LABELSET records kept; then the least recently used half go */
 #define PLABEL_SERVE_LSET_LOG	(64U << 20)
 /* what a window is fed in one plabel_collect_buffer() when primed */
@@ -139,6 +153,7 @@ struct serve_ent {
 	uint32_t len;
 	uint8_t *orig;		/* LABELSET: the unsanitized record, or NULL */
 	uint32_t orig_len;
+	uint64_t n;		/* heap's freed: allocations it stands for */
 };
 
 struct serve_tab {
@@ -146,11 +161,20 @@ struct serve_tab {
 	size_t n, cap;
 	struct plabel_itab idx;
 	size_t bytes;
+	size_t removed;		/* entries removed, until compacted */
 };
+
+/*
+ * Keys can be chosen by the processes sampled (a heap block's address,
+ * its record's bytes): hashed with a seed of the server's own, so that
+ * nobody lines them up in one chain.
+ */
+static uint64_t serve_seed;
 
 static uint64_t serve_key_hash(const uint64_t k[4])
 {
-	return plabel_hash2(plabel_hash2(k[0], k[1]), plabel_hash2(k[2], k[3]));
+	return plabel_hash2(plabel_hash2(k[0] ^ serve_seed, k[1]),
+			    plabel_hash2(k[2], k[3]));
 }
 
 static struct serve_ent *serve_tab_find(struct serve_tab *t,
@@ -170,6 +194,8 @@ static struct serve_ent *serve_tab_find(struct serve_tab *t,
 
 static void serve_ent_drop(struct serve_tab *t, struct serve_ent *e)
 {
+	if (e->bytes)
+		t->removed++;
 	t->bytes -= e->len + e->orig_len;
 	free(e->bytes);
 	free(e->orig);
@@ -199,6 +225,19 @@ static int serve_tab_put(struct serve_tab *t, const uint64_t k[4],
 		memcpy(o, orig, olen);
 	}
 	memcpy(b, rec, len);
+	if (!e) {
+		/* a removed entry of this key, not compacted yet, is reused */
+		size_t pos = SIZE_MAX, i;
+
+		while ((i = plabel_itab_next(&t->idx, serve_key_hash(k),
+					     &pos)) != SIZE_MAX)
+			if (!t->e[i].bytes &&
+			    !memcmp(t->e[i].k, k, sizeof(t->e[i].k))) {
+				e = &t->e[i];
+				t->removed--;
+				break;
+			}
+	}
 	if (!e) {
 		if (plabel_grow(&t->e, &t->cap, t->n, sizeof(*t->e)) ||
 		    plabel_itab_reserve(&t->idx, 1)) {
@@ -232,6 +271,7 @@ static void serve_tab_compact(struct serve_tab *t)
 		if (t->e[i].bytes)
 			t->e[k++] = t->e[i];
 	t->n = k;
+	t->removed = 0;
 	plabel_itab_clear(&t->idx);
 	for (i = 0; i < t->n; i++)
 		plabel_itab_put(&t->idx, serve_key_hash(t->e[i].k), i);
@@ -263,6 +303,20 @@ struct serve_log {
 	uint64_t lsets_dropped;
 	uint64_t last_set;	/* the set last marked used */
 	uint64_t last_prune;
+	/*
+	 * --heap: ALLOC and FREE records wait in pend until every record
+	 * stamped before them has come (settled), then free the blocks
+	 * they name in time order: live holds the ALLOC record of each
+	 * block in use (k: pid, address), freed one ALLOC record (time and
+	 * cpu zeroed, the address 1) for each stack, thread, label set and
+	 * size freed, with how many (k: pid, hash, length, a probe).
+	 */
+	uint8_t *pend;
+	size_t npend, pend_cap;
+	struct serve_tab live, freed;
+	uint64_t frees, unmatched, implied, lost_frees, heap_dropped;
+	uint8_t *scratch;	/* a freed record being made */
+	size_t scratch_cap;
 };
 
 /* ---- windows and requests ---- */
@@ -280,6 +334,10 @@ struct serve_win {
 	unsigned int secs;
 	uint64_t dur_ns;	/* threadcreate: since the start */
 	int file;		/* record --every: written to files, no request */
+	int allocs;		/* heap: as /debug/pprof/allocs, alloc_space */
+	int64_t stamp_ns;	/* --every's heap: its interval's start */
+	/* heap: what it was primed with, records and allocations */
+	uint64_t heap_live, heap_freed, heap_freed_n;
 	struct plabel_serve_filter filt;
 	uint64_t memo_set;	/* label filter: the set last matched */
 	int memo_ok;
@@ -338,6 +396,7 @@ struct serve {
 	const int32_t *pids;	/* goroutine's processes (cfg's) */
 	uint32_t npids;
 	uint32_t callchain;
+	uint64_t heap_bytes;	/* the session's heap interval; 0: none */
 
 	/* the reader's */
 	struct serve_log log;
@@ -416,10 +475,14 @@ static void serve_tab_prime(struct serve_win *w, struct serve_tab *t)
 			serve_win_add(w, t->e[i].bytes, t->e[i].len);
 }
 
+static void serve_heap_prime(struct serve *srv, struct serve_win *w);
+static int serve_heap_stale(struct serve_log *log,
+			    const struct serve_ent *e);
+
 /*
  * Feed a new window what the stream said before it: the stream record,
- * the label sets, execs, mappings and thread names (and for threadcreate
- * the thread creations).
+ * the label sets, execs, mappings and thread names (for threadcreate the
+ * thread creations, for heap the heap log).
  */
 static void serve_prime(struct serve *srv, struct serve_win *w)
 {
@@ -446,6 +509,8 @@ static void serve_prime(struct serve *srv, struct serve_win *w)
 		free(r);
 		w->threads_dropped = log->threads_dropped;
 	}
+	if (w->kind == PLABEL_PROF_HEAP)
+		serve_heap_prime(srv, w);
 	serve_win_flush(w);
 }
 
@@ -461,6 +526,7 @@ static void serve_prune(struct serve *srv, uint64_t now)
 {
 	struct serve_log *log = &srv->log;
 	struct serve_tab *tabs[] = { &log->maps, &log->execs, &log->comms };
+	uint64_t seen[256];
 	size_t i, k;
 
 	log->last_prune = now;
@@ -474,6 +540,29 @@ static void serve_prune(struct serve *srv, uint64_t now)
 					 t == &log->comms ? t->e[i].k[1] : 0))
 				serve_ent_drop(t, &t->e[i]);
 		if (before)
+			serve_tab_compact(t);
+	}
+	/* heap entries of processes gone, or of images replaced */
+	memset(seen, 0, sizeof(seen));
+	for (k = 0; k < 2; k++) {
+		struct serve_tab *t = k ? &log->freed : &log->live;
+		int any = 0;
+
+		for (i = 0; i < t->n; i++) {
+			uint32_t pid = (uint32_t)t->e[i].k[0];
+			uint64_t *c = &seen[pid % 256];
+
+			if (!t->e[i].bytes)
+				continue;
+			/* a pid's answer, cached: 1 + pid * 2 + alive */
+			if (!*c || (*c - 1) / 2 != pid)
+				*c = 1 + pid * 2 + !!serve_alive(pid, 0);
+			if (!((*c - 1) & 1) || serve_heap_stale(log, &t->e[i])) {
+				serve_ent_drop(t, &t->e[i]);
+				any = 1;
+			}
+		}
+		if (any)
 			serve_tab_compact(t);
 	}
 }
@@ -527,6 +616,338 @@ static int serve_keep_thread(struct serve_log *log, const uint8_t *rec,
 	memcpy(log->threads + log->nthreads, rec, len);
 	log->nthreads += len;
 	return 0;
+}
+
+/* ---- the heap log (the reader's) ---- */
+
+static uint64_t serve_rec_time(const struct plabel_dec_rec *r)
+{
+	return r->type == PLABEL_REC_FREE ? r->u.free.time_ns :
+	       r->u.sample.hdr.time_ns;
+}
+
+/* probes of the freed table for one record's hash, then it is dropped */
+#define PLABEL_SERVE_FREED_PROBES	8
+
+/*
+ * The block of live entry e is freed: its record, less what differs
+ * between allocations of one stack, thread and size (time, CPU and
+ * address), counts once more among the freed. e is left as it is (the
+ * caller drops or replaces it). 0 or -ENOMEM (counted as dropped).
+ */
+static int serve_heap_freed_add(struct serve_log *log,
+				const struct serve_ent *e)
+{
+	struct plabel_rec_sample *s;
+	struct plabel_rec_alloc *a;
+	uint64_t k[4] = { e->k[0], PLABEL_FNV_INIT ^ serve_seed, e->len, 0 };
+	struct serve_ent *f;
+	size_t i;
+
+	if (plabel_grow_to(&log->scratch, &log->scratch_cap, e->len, 1)) {
+		log->heap_dropped++;
+		return -ENOMEM;
+	}
+	memcpy(log->scratch, e->bytes, e->len);
+	s = (void *)log->scratch;
+	a = (void *)(s + 1);
+	/* the time goes back in when a window is primed; the decoder wants
+	 * an address, any */
+	s->time_ns = 0;
+	s->cpu = 0;
+	a->addr = 1;
+	for (i = 0; i < e->len; i++)
+		k[1] = (k[1] ^ log->scratch[i]) * PLABEL_FNV_PRIME;
+	/* k[3] tells apart records whose hashes are the same */
+	while ((f = serve_tab_find(&log->freed, k)) &&
+	       (f->len != e->len || memcmp(f->bytes, log->scratch, e->len))) {
+		if (++k[3] == PLABEL_SERVE_FREED_PROBES) {
+			log->heap_dropped++;
+			return 0;
+		}
+	}
+	if (f) {
+		f->n++;
+		f->used_ns = serve_now_ns();
+		if (e->time_ns > f->time_ns)
+			f->time_ns = e->time_ns;
+		return 0;
+	}
+	if (serve_tab_put(&log->freed, k, e->time_ns, log->scratch, e->len,
+			  NULL, 0)) {
+		log->heap_dropped++;
+		return -ENOMEM;
+	}
+	serve_tab_find(&log->freed, k)->n = 1;
+	return 0;
+}
+
+/* A table's share of the heap log's bound: its records and entries. */
+static size_t serve_heap_cost(const struct serve_tab *t)
+{
+	return t->bytes + t->n * (sizeof(*t->e) + 2 * sizeof(uint64_t));
+}
+
+/*
+ * Over PLABEL_SERVE_HEAP_LOG (records waiting, records kept and their
+ * entries): the least recently used half of the larger table goes, then
+ * if need be of the other.
+ */
+static void serve_heap_trim(struct serve_log *log)
+{
+	struct serve_tab *tabs[2] = { &log->freed, &log->live };
+	size_t i, k;
+
+	if (serve_heap_cost(&log->live) > serve_heap_cost(&log->freed)) {
+		tabs[0] = &log->live;
+		tabs[1] = &log->freed;
+	}
+	for (k = 0; k < 2; k++) {
+		struct serve_tab *t = tabs[k];
+
+		if (log->npend + serve_heap_cost(&log->live) +
+		    serve_heap_cost(&log->freed) <= PLABEL_SERVE_HEAP_LOG)
+			return;
+		serve_tab_compact(t);
+		qsort(t->e, t->n, sizeof(*t->e), serve_cmp_used);
+		for (i = t->n / 2; i < t->n; i++) {
+			log->heap_dropped += t == &log->freed ? t->e[i].n : 1;
+			serve_ent_drop(t, &t->e[i]);
+		}
+		serve_tab_compact(t);
+	}
+}
+
+/* Whether ALLOC r was made by an image its process has since replaced. */
+static int serve_heap_old_image(struct serve_log *log,
+				const struct plabel_dec_rec *r)
+{
+	uint64_t k[4] = { r->u.sample.hdr.pid };
+	struct serve_ent *e = serve_tab_find(&log->execs, k);
+
+	return e && e->time_ns > r->u.sample.hdr.time_ns;
+}
+
+/* Apply one settled ALLOC or FREE. 0 or -ENOMEM. */
+static int serve_heap_apply(struct serve_log *log,
+			    const struct plabel_dec_rec *r)
+{
+	uint64_t k[4] = { 0 };
+	struct serve_ent *e;
+	int ret;
+
+	if (r->type == PLABEL_REC_FREE) {
+		k[0] = r->u.free.pid;
+		k[1] = r->u.free.addr;
+		e = serve_tab_find(&log->live, k);
+		log->frees++;
+		/* none, or a later block (this FREE came too late) */
+		if (!e || e->time_ns > r->u.free.time_ns) {
+			log->unmatched++;
+			return 0;
+		}
+		ret = serve_heap_freed_add(log, e);
+		serve_ent_drop(&log->live, e);
+		return ret;
+	}
+	if (serve_heap_old_image(log, r))
+		return 0;
+	k[0] = r->u.sample.hdr.pid;
+	k[1] = r->u.sample.alloc.addr;
+	e = serve_tab_find(&log->live, k);
+	if (e && e->time_ns > r->u.sample.hdr.time_ns) {
+		/* an older block at a later one's address: freed since */
+		struct serve_ent old = {
+			.k = { k[0] },
+			.time_ns = r->u.sample.hdr.time_ns,
+			.bytes = (uint8_t *)r->raw,
+			.len = r->size,
+		};
+
+		log->implied++;
+		return serve_heap_freed_add(log, &old);
+	}
+	if (e) {
+		/* sampled again at its address: its FREE was not seen */
+		log->implied++;
+		ret = serve_heap_freed_add(log, e);
+		if (ret)
+			return ret;
+	}
+	/* (into e's place when there was one) */
+	return serve_tab_put(&log->live, k, serve_rec_time(r), r->raw,
+			     r->size, NULL, 0);
+}
+
+struct serve_pend_ref {
+	uint64_t time_ns;
+	uint32_t off, free;
+};
+
+static int serve_pend_cmp(const void *a, const void *b)
+{
+	const struct serve_pend_ref *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;	/* ALLOCs first */
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * The pending heap records stamped before srv->settled, in time order:
+ * into the heap log; the others stay. When reads stay too full to say
+ * what has settled, those older than PLABEL_SERVE_LATE_NS go in anyway,
+ * and all of them once they are over PLABEL_SERVE_HEAP_LOG. Those the
+ * log could not keep are counted in lost_reader and as dropped.
+ */
+static void serve_heap_settle(struct serve *srv, uint64_t now,
+			      struct plabel_dec_rec *r)
+{
+	struct serve_log *log = &srv->log;
+	uint64_t before = srv->settled;
+	struct serve_pend_ref *refs;
+	struct plabel_dec d;
+	size_t n = 0, i, keep = 0;
+	uint8_t *rest;
+
+	if (!log->npend)
+		return;
+	if (now > PLABEL_SERVE_LATE_NS && now - PLABEL_SERVE_LATE_NS > before)
+		before = now - PLABEL_SERVE_LATE_NS;
+	if (log->npend > PLABEL_SERVE_HEAP_LOG)
+		before = UINT64_MAX;
+	refs = malloc(log->npend / sizeof(struct plabel_rec_free) *
+		      sizeof(*refs) + sizeof(*refs));
+	rest = malloc(log->npend);
+	if (!refs || !rest) {
+		free(refs);
+		free(rest);
+		return;		/* kept for the next round */
+	}
+	plabel_dec_init(&d, log->pend, log->npend);
+	while (plabel_dec_next(&d, r) > 0) {
+		size_t off = (const uint8_t *)r->raw - log->pend;
+
+		if (serve_rec_time(r) < before) {
+			refs[n].time_ns = serve_rec_time(r);
+			refs[n].off = (uint32_t)off;
+			refs[n++].free = r->type == PLABEL_REC_FREE;
+		} else {
+			memcpy(rest + keep, r->raw, r->size);
+			keep += r->size;
+		}
+	}
+	if (n)
+		qsort(refs, n, sizeof(*refs), serve_pend_cmp);
+	for (i = 0; i < n; i++) {
+		plabel_dec_init(&d, log->pend + refs[i].off,
+				log->npend - refs[i].off);
+		if (plabel_dec_next(&d, r) > 0 &&
+		    serve_heap_apply(log, r) == -ENOMEM)
+			srv->lost_reader++;
+	}
+	memcpy(log->pend, rest, keep);
+	log->npend = keep;
+	free(rest);
+	free(refs);
+	/* the entries of freed blocks were only marked removed */
+	if (log->live.removed > log->live.n / 4)
+		serve_tab_compact(&log->live);
+	serve_heap_trim(log);
+}
+
+/*
+ * A heap window's own, after the state: the blocks in use, the records
+ * not settled yet (its collector matches those itself) and the freed
+ * records with their counts, of each process's image now; the log's
+ * counts.
+ */
+static void serve_heap_prime(struct serve *srv, struct serve_win *w)
+{
+	struct serve_log *log = &srv->log;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_dec d;
+	size_t i;
+
+	if (!r) {
+		w->err = -ENOMEM;
+		return;
+	}
+	for (i = 0; i < log->live.n; i++)
+		if (log->live.e[i].bytes &&
+		    !serve_heap_stale(log, &log->live.e[i])) {
+			serve_win_add(w, log->live.e[i].bytes,
+				      log->live.e[i].len);
+			w->heap_live++;
+		}
+	plabel_dec_init(&d, log->pend, log->npend);
+	while (plabel_dec_next(&d, r) > 0)
+		if (r->type != PLABEL_REC_ALLOC ||
+		    !serve_heap_old_image(log, r))
+			serve_win_add(w, r->raw, r->size);
+	free(r);
+	serve_win_flush(w);
+	for (i = 0; i < log->freed.n && !w->err; i++) {
+		struct serve_ent *e = &log->freed.e[i];
+		struct plabel_rec_sample *s = (void *)e->bytes;
+
+		if (!e->bytes || serve_heap_stale(log, e))
+			continue;
+		/* stamped as the latest of them, of the image now */
+		s->time_ns = e->time_ns;
+		if (plabel_collect_heap_freed(w->col, e->bytes, e->len,
+					      e->n) == -ENOMEM)
+			w->err = -ENOMEM;
+		s->time_ns = 0;
+		w->heap_freed++;
+		w->heap_freed_n += e->n;
+	}
+	plabel_collect_heap_counts(w->col, log->frees, log->unmatched,
+				   log->implied, log->lost_frees,
+				   log->heap_dropped);
+}
+
+/*
+ * What a heap window's profile rests on, in its comments (for whoever
+ * wonders about the server's memory). 0 or -ENOMEM.
+ */
+static int serve_heap_comment(const struct serve_win *w,
+			      struct plabel_prof *p)
+{
+	char line[200];
+
+	if (w->kind != PLABEL_PROF_HEAP)
+		return 0;
+	snprintf(line, sizeof(line),
+		 "heap: plabel serve keeps %" PRIu64 " blocks in use and %" PRIu64 " freed records standing for %" PRIu64 " allocations",
+		 w->heap_live, w->heap_freed, w->heap_freed_n);
+	return plabel_prof_add_comment(p, line);
+}
+
+/* Keep heap record r until it settles. 0 or -ENOMEM. */
+static int serve_heap_pend(struct serve_log *log,
+			   const struct plabel_dec_rec *r)
+{
+	if (plabel_grow_to(&log->pend, &log->pend_cap, log->npend + r->size,
+			   1))
+		return -ENOMEM;
+	memcpy(log->pend + log->npend, r->raw, r->size);
+	log->npend += r->size;
+	return 0;
+}
+
+/*
+ * Whether heap entry e (k[0] its pid) is of an image its process has
+ * since replaced: left out of windows, and dropped at the next prune.
+ */
+static int serve_heap_stale(struct serve_log *log, const struct serve_ent *e)
+{
+	uint64_t k[4] = { e->k[0] };
+	struct serve_ent *x = serve_tab_find(&log->execs, k);
+
+	return x && x->time_ns > e->time_ns;
 }
 
 /* Note what record r says about the state; 0 or -ENOMEM. */
@@ -607,6 +1028,19 @@ static int serve_note(struct serve *srv, const struct plabel_dec_rec *r)
 				     r->raw, r->size, NULL, 0);
 	case PLABEL_REC_THREAD:
 		return serve_keep_thread(log, r->raw, r->size);
+	case PLABEL_REC_LOST:
+		if (r->u.lost.kind == PLABEL_LOST_FREES)
+			log->lost_frees += r->u.lost.lost;
+		return 0;
+	case PLABEL_REC_FREE:
+		return srv->heap_bytes ? serve_heap_pend(log, r) : 0;
+	case PLABEL_REC_ALLOC:
+		if (!srv->heap_bytes)
+			return 0;
+		if (serve_heap_pend(log, r))
+			return -ENOMEM;
+		/* its label set is in use */
+		/* fall through */
 	case PLABEL_REC_SAMPLE:
 		if (r->u.sample.hdr.set_id &&
 		    r->u.sample.hdr.set_id != log->last_set) {
@@ -687,6 +1121,12 @@ static int serve_wants(struct serve *srv, struct serve_win *w,
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	uint32_t i;
 
+	if (r->type == PLABEL_REC_ALLOC || r->type == PLABEL_REC_FREE)
+		return w->kind == PLABEL_PROF_HEAP;
+	if (w->kind == PLABEL_PROF_HEAP &&
+	    (r->type == PLABEL_REC_SAMPLE || r->type == PLABEL_REC_THREAD ||
+	     r->type == PLABEL_REC_OFFCPU))
+		return 0;	/* (its names come with the state) */
 	if (r->type != PLABEL_REC_SAMPLE && r->type != PLABEL_REC_THREAD)
 		return 1;
 	if (h->time_ns < w->start_ns || h->time_ns >= w->end_ns)
@@ -734,6 +1174,8 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 		if (serve_note(srv, r) == -ENOMEM)
 			srv->lost_reader++;
 	serve_lsets_trim(&srv->log);
+	if (srv->heap_bytes)
+		serve_heap_settle(srv, now, r);
 
 	for (pw = &srv->open; (w = *pw);) {
 		if (!w->req && !w->file) {
@@ -765,7 +1207,8 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 		serve_win_flush(w);
 		if (srv->settled && !w->err)
 			plabel_collect_settled(w->col, srv->settled);
-		if (w->kind == PLABEL_PROF_THREADCREATE || w->err ||
+		if (w->kind == PLABEL_PROF_THREADCREATE ||
+		    w->kind == PLABEL_PROF_HEAP || w->err ||
 		    srv->settled >= w->end_ns ||
 		    now >= w->end_ns + PLABEL_SERVE_LATE_NS) {
 			*pw = w->next;
@@ -934,7 +1377,12 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 	ret = plabel_collect_finish(w->col, w->wall_ns, dur, profs);
 	if (ret)
 		return ret;
-	if (w->kind == PLABEL_PROF_THREADCREATE && w->threads_dropped) {
+	if (w->allocs)
+		ret = plabel_prof_set_default_type(profs[w->kind],
+						   "alloc_space");
+	if (!ret)
+		ret = serve_heap_comment(w, profs[w->kind]);
+	if (!ret && w->kind == PLABEL_PROF_THREADCREATE && w->threads_dropped) {
 		snprintf(comment, sizeof(comment),
 			 "thread creations left out (the oldest, over plabel serve's bound): %" PRIu64,
 			 w->threads_dropped);
@@ -950,13 +1398,13 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 
 /*
  * record --every: window w's profiles into DIR/cpu-STAMP.pb.gz and
- * DIR/threadcreate-STAMP.pb.gz, STAMP its start in UTC. 0 or 1 after
- * one message.
+ * DIR/threadcreate-STAMP.pb.gz (a heap window's into DIR/heap-STAMP),
+ * STAMP its interval's start in UTC. 0 or 1 after one message.
  */
 static int serve_write_files(struct serve *srv, struct serve_win *w)
 {
 	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
-	time_t sec = w->wall_ns / 1000000000LL;
+	time_t sec = (w->stamp_ns ? w->stamp_ns : w->wall_ns) / 1000000000LL;
 	char stamp[32], path[PATH_MAX];
 	struct tm tm;
 	size_t k;
@@ -968,6 +1416,8 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 		ret = plabel_collect_finish(w->col, w->wall_ns,
 					    (int64_t)(w->end_ns - w->start_ns),
 					    profs);
+	if (!ret)
+		ret = serve_heap_comment(w, profs[PLABEL_PROF_HEAP]);
 	if (ret) {
 		fprintf(stderr, "plabel record: building the profiles of %s: %s\n",
 			stamp, strerror(-ret));
@@ -977,8 +1427,12 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 		const char *file = plabel_kinds[k].file;
 		const char *dot = strchr(file, '.');
 
-		/* (--every records no optional kind: off-CPU, wall, heap) */
-		if (plabel_kinds[k].optional)
+		/*
+		 * a heap window writes the heap profile only; the others
+		 * no optional kind (--every records no off-CPU or wall)
+		 */
+		if (w->kind == PLABEL_PROF_HEAP ? k != PLABEL_PROF_HEAP :
+		    plabel_kinds[k].optional)
 			continue;
 		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
@@ -995,8 +1449,8 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		plabel_prof_free(profs[k]);
 	if (!ret)
-		fprintf(stderr, "plabel: wrote %s/*-%s.pb.gz\n", srv->out_dir,
-			stamp);
+		fprintf(stderr, "plabel: wrote %s/%s-%s.pb.gz\n", srv->out_dir,
+			w->kind == PLABEL_PROF_HEAP ? "heap" : "*", stamp);
 	return ret ? 1 : 0;
 }
 
@@ -1102,9 +1556,11 @@ static const char serve_index_html[] =
 	"<table>\n"
 	"<tr><td><a href=\"profile?seconds=30\">profile</a></td><td>CPU profile of the next N seconds (?seconds=N, default 30); filters: pid=PID[,PID..], label=KEY:VALUE</td></tr>\n"
 	"<tr><td><a href=\"threadcreate\">threadcreate</a></td><td>thread creations since the server started, with their creators' stacks and labels</td></tr>\n"
+	"<tr><td><a href=\"heap\">heap</a></td><td>with plabel serve --heap: allocations sampled since the server started in programs run with plabel run --heap, and those still in use (inuse_space shown first)</td></tr>\n"
+	"<tr><td><a href=\"allocs\">allocs</a></td><td>the same, alloc_space shown first</td></tr>\n"
 	"<tr><td><a href=\"goroutine?debug=1\">goroutine</a></td><td>every thread of the processes served, now: its labels, state and stack (?debug=1: as text); filter: pid=PID[,PID..]</td></tr>\n"
 	"</table>\n"
-	"<p>Not available: allocs, heap, block, mutex, trace.</p>\n"
+	"<p>Not available: block, mutex, trace.</p>\n"
 	"<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10</code></p>\n"
 	"</body></html>\n";
 
@@ -1328,6 +1784,8 @@ static struct serve_win *serve_win_new(struct serve *srv)
 	}
 	if (srv->hz)
 		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
+	if (srv->heap_bytes)
+		plabel_collect_set_heap_rate(w->col, srv->heap_bytes);
 	return w;
 }
 
@@ -1359,6 +1817,21 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
 				  "plabel serve writes pprof's format only (debug=0)",
 				  NULL);
+	if ((route == PLABEL_ROUTE_HEAP || route == PLABEL_ROUTE_ALLOCS) &&
+	    !srv->heap_bytes)
+		return serve_text(conn, MHD_HTTP_NOT_FOUND,
+				  "this server samples no allocations: start it with plabel serve --heap, and the programs with plabel run --heap",
+				  NULL);
+	if ((route == PLABEL_ROUTE_HEAP || route == PLABEL_ROUTE_ALLOCS) &&
+	    (q->filt->npids || q->filt->nlabels))
+		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
+				  "heap and allocs take no pid= or label= filter (go tool pprof's -tagfocus does it)",
+				  NULL);
+	if ((route == PLABEL_ROUTE_HEAP || route == PLABEL_ROUTE_ALLOCS) &&
+	    q->seconds)
+		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
+				  "heap and allocs take no seconds=N: they are since the server started, and scrapers take differences",
+				  NULL);
 	if (route == PLABEL_ROUTE_PROFILE &&
 	    plabel_serve_parse_seconds(q->seconds, srv->max_seconds, &secs,
 				       &why)) {
@@ -1373,7 +1846,9 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 		return serve_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "out of memory", NULL);
 	w->kind = route == PLABEL_ROUTE_PROFILE ? PLABEL_PROF_CPU :
-		  PLABEL_PROF_THREADCREATE;
+		  route == PLABEL_ROUTE_THREADCREATE ? PLABEL_PROF_THREADCREATE :
+		  PLABEL_PROF_HEAP;
+	w->allocs = route == PLABEL_ROUTE_ALLOCS;
 	w->secs = secs;
 	w->filt = *q->filt;
 	w->start_ns = serve_now_ns();
@@ -1395,7 +1870,8 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 				  "too many profiles being taken at once (--max-requests): retry later",
 				  retry);
 	}
-	if (w->kind == PLABEL_PROF_THREADCREATE) {
+	if (w->kind == PLABEL_PROF_THREADCREATE ||
+	    w->kind == PLABEL_PROF_HEAP) {
 		/* since the start */
 		w->start_ns = 0;
 		w->wall_ns = srv->wall0_ns;
@@ -1509,6 +1985,8 @@ static enum MHD_Result serve_handler(void *cls, struct MHD_Connection *conn,
 	case PLABEL_ROUTE_PROFILE:
 	case PLABEL_ROUTE_THREADCREATE:
 	case PLABEL_ROUTE_GOROUTINE:
+	case PLABEL_ROUTE_HEAP:
+	case PLABEL_ROUTE_ALLOCS:
 		memset(&filt, 0, sizeof(filt));
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
 					  serve_arg, &q);
@@ -1551,7 +2029,7 @@ void plabel_serve_usage(FILE *f)
 	fputs("usage: plabel serve [--listen HOST:PORT | --unix PATH] [-a | -p PID[,PID..]]\n"
 	      "                    [-F HZ] [-g fp|dwarf] [--max-seconds N] [--max-requests N]\n"
 	      "                    [--sanitize-labels] [--allow-user USER[,USER..]]\n"
-	      "                    [--allow-remote]\n"
+	      "                    [--allow-remote] [--heap[=BYTES]]\n"
 	      "\n"
 	      "Sample for as long as it runs and serve labeled profiles over HTTP\n"
 	      "on Go's net/http/pprof paths, for go tool pprof, Parca, Grafana Alloy\n"
@@ -1564,8 +2042,11 @@ void plabel_serve_usage(FILE *f)
 	      "                                  stack (?debug=1: text; pid=PID[,PID..]);\n"
 	      "                                  with -a, the processes it may read,\n"
 	      "                                  at most " PLABEL_STR(PLABEL_SERVE_THREADS_MAX_PROCS) "\n"
+	      "  /debug/pprof/heap               with --heap: allocations sampled since\n"
+	      "                                  the start, and those in use\n"
+	      "  /debug/pprof/allocs             the same, alloc_space first\n"
 	      "  /debug/pprof/                   an index\n"
-	      "Other Go paths (allocs, heap, block, mutex) answer 404\n"
+	      "Other Go paths (block, mutex, trace) answer 404\n"
 	      "with the reason. One line on stderr says where it listens; SIGINT\n"
 	      "or SIGTERM stops it (exit status 0). A profile shows the names,\n"
 	      "stacks and labels of every process sampled: keep it on loopback,\n"
@@ -1587,6 +2068,9 @@ void plabel_serve_usage(FILE *f)
 	      "      --max-requests N   profiles taken at once; more get 503 (default " PLABEL_STR(PLABEL_SERVE_MAX_REQUESTS) ")\n"
 	      "      --sanitize-labels  label keys as [a-zA-Z_][a-zA-Z0-9_]*, request,\n"
 	      "                         span and trace ids as span_id and trace_id\n"
+	      "      --heap[=BYTES]     sample allocations every BYTES on average\n"
+	      "                         (default 512K; K, M, G) in the processes\n"
+	      "                         served that run with plabel run --heap\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
@@ -1694,7 +2178,10 @@ static void serve_log_free(struct serve_log *log)
 	serve_tab_free(&log->maps);
 	serve_tab_free(&log->execs);
 	serve_tab_free(&log->comms);
+	serve_tab_free(&log->live);
+	serve_tab_free(&log->freed);
 	free(log->threads);
+	free(log->pend);
 }
 
 /*
@@ -1739,6 +2226,32 @@ static void serve_shutdown(struct serve *srv, pthread_t reader,
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	srv->mhd = NULL;
+}
+
+/*
+ * With --heap, the heap profile as it is at the end of the interval that
+ * began at start, written as heap-STAMP beside that interval's files
+ * (lock held). 0 or -ENOMEM.
+ */
+static int serve_rotate_heap(struct serve *srv, uint64_t start)
+{
+	struct serve_win *w;
+
+	if (!srv->heap_bytes)
+		return 0;
+	w = serve_win_new(srv);
+	if (!w)
+		return -ENOMEM;
+	w->kind = PLABEL_PROF_HEAP;
+	w->file = 1;
+	w->start_ns = srv->t0_ns;	/* since the start */
+	w->end_ns = serve_now_ns();
+	w->wall_ns = srv->wall0_ns;
+	w->stamp_ns = srv->wall0_ns + (int64_t)(start - srv->t0_ns);
+	w->next = srv->open;
+	srv->open = w;
+	srv->active++;
+	return 0;
 }
 
 /* Add a file window [start, start + every) (lock held). 0 or -ENOMEM. */
@@ -1813,7 +2326,8 @@ static void serve_rotate(struct serve *srv, const struct plabel_serve_cfg *cfg,
 		if (now >= next) {
 			next += srv->every_ns;
 			pthread_mutex_lock(&srv->lock);
-			if (serve_rotate_add(srv, next)) {
+			if (serve_rotate_heap(srv, next - 2 * srv->every_ns) ||
+			    serve_rotate_add(srv, next)) {
 				fprintf(stderr, "plabel record: out of memory\n");
 				srv->fatal = 1;
 			}
@@ -1834,6 +2348,9 @@ static void serve_rotate(struct serve *srv, const struct plabel_serve_cfg *cfg,
 			w->end_ns = now;
 		pw = &w->next;
 	}
+	if (serve_rotate_heap(srv, next - srv->every_ns))
+		srv->fatal = 1;
+	serve_wake(srv);
 	/* the reader hands them to the finisher once their records came */
 	while (srv->active && !srv->fatal)
 		pthread_cond_wait(&srv->gone, &srv->lock);
@@ -1860,6 +2377,10 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->pids = cfg->pids;
 	srv->npids = cfg->npids;
 	srv->callchain = cfg->callchain;
+	srv->heap_bytes = cfg->heap_bytes;
+	if (getrandom(&serve_seed, sizeof(serve_seed), 0) !=
+	    sizeof(serve_seed))
+		serve_seed = serve_now_ns() ^ ((uint64_t)getpid() << 32);
 	srv->ready_tail = &srv->ready;
 	srv->t0_ns = serve_now_ns();
 	srv->wall0_ns = serve_wall_ns();
@@ -1990,6 +2511,7 @@ int plabel_cmd_serve(int argc, char **argv)
 		{ "max-seconds", required_argument, NULL, 'S' },
 		{ "max-requests", required_argument, NULL, 'M' },
 		{ "sanitize-labels", no_argument, NULL, 'Z' },
+		{ "heap", optional_argument, NULL, 'H' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2081,6 +2603,13 @@ int plabel_cmd_serve(int argc, char **argv)
 		case 'Z':
 			cfg.sanitize = 1;
 			break;
+		case 'H':
+			if (plabel_heap_parse(optarg, &cfg.heap_bytes)) {
+				fprintf(stderr, "plabel serve: bad heap interval '%s' (bytes, 1 to 2^40, with K, M or G)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'V':
 			printf("plabel %s\n", PLABEL_VERSION);
 			return 0;
@@ -2100,6 +2629,10 @@ int plabel_cmd_serve(int argc, char **argv)
 	}
 	if (all && npids) {
 		fprintf(stderr, "plabel serve: give -a or -p PIDS, not both\n");
+		return 2;
+	}
+	if (cfg.heap_bytes && so.callchain == PLABEL_CALLCHAIN_DWARF) {
+		fprintf(stderr, "plabel serve: --heap takes frame-pointer stacks (-g fp): with dwarf snapshots no two freed allocations are alike, and what it keeps would grow with every one\n");
 		return 2;
 	}
 	if (gave_listen && unix_path) {
@@ -2150,6 +2683,7 @@ int plabel_cmd_serve(int argc, char **argv)
 	cfg.npids = npids;
 	cfg.callchain = so.callchain;
 	so.hz = cfg.hz;
+	so.heap_bytes = cfg.heap_bytes;
 	so.pids = pids;
 	so.npids = npids;
 	ret = plabel_session_start(fd, &so);

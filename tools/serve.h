@@ -50,6 +50,8 @@ enum plabel_serve_route {
 	PLABEL_ROUTE_PROFILE,	/* /debug/pprof/profile */
 	PLABEL_ROUTE_THREADCREATE,	/* /debug/pprof/threadcreate */
 	PLABEL_ROUTE_GOROUTINE,	/* /debug/pprof/goroutine: thread states */
+	PLABEL_ROUTE_HEAP,	/* /debug/pprof/heap: with --heap */
+	PLABEL_ROUTE_ALLOCS,	/* /debug/pprof/allocs: the same, alloc_space */
 	PLABEL_ROUTE_LACKING,	/* a Go path plabel lacks: 404 with *why */
 };
 
@@ -136,6 +138,11 @@ struct plabel_serve_cfg {
 	const int32_t *pids;
 	uint32_t npids;
 	uint32_t callchain;
+	/*
+	 * The session's heap sampling interval (PLABEL_RECORD_HEAP), for
+	 * /debug/pprof/heap and allocs; 0: none, they answer 404.
+	 */
+	uint64_t heap_bytes;
 };
 
 /*

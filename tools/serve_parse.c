@@ -162,9 +162,7 @@ static const struct {
 	const char *path;
 	const char *why;
 } plabel_lacking[] = {
-	{ "allocs", "plabel serve has no allocation profile yet: plabel record --heap -- CMD writes one" },
-	{ "heap", "plabel serve has no heap profile yet: plabel record --heap -- CMD writes one" },
-	{ "delta_heap", "plabel serve has no heap profile" },
+	{ "delta_heap", "plabel serve has no delta heap profile: /debug/pprof/heap and allocs are since the server started" },
 	{ "block", "plabel serve has no blocking profile" },
 	{ "delta_block", "plabel serve has no blocking profile" },
 	{ "mutex", "plabel serve has no mutex contention profile" },
@@ -197,6 +195,10 @@ enum plabel_serve_route plabel_serve_route(const char *path,
 		return PLABEL_ROUTE_THREADCREATE;
 	if (!strcmp(name, "goroutine"))
 		return PLABEL_ROUTE_GOROUTINE;
+	if (!strcmp(name, "heap"))
+		return PLABEL_ROUTE_HEAP;
+	if (!strcmp(name, "allocs"))
+		return PLABEL_ROUTE_ALLOCS;
 	for (i = 0; i < sizeof(plabel_lacking) / sizeof(plabel_lacking[0]);
 	     i++) {
 		if (!strcmp(name, plabel_lacking[i].path)) {

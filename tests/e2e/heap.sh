@@ -144,4 +144,95 @@ t_ok "LD_PRELOAD kept and extended once" \
 via=$(e2e_tag_pct "$D/heap.pb.gz" via run -sample_index=inuse_space)
 t_ok "allocations of the exec'ed program carry plabel run's label" \
 	e2e_between "$via" 1 100
+
+# plabel serve --heap: heapuse, started with plabel run --heap once the
+# server listens, held alive at its end; heap and allocs fetched by the
+# real go tool pprof over HTTP, split as the program counted
+D=$E2E_OUT/serve-heap
+mkdir -p "$D"
+"$PLABEL" serve --heap=64K --listen 127.0.0.1:0 -a 2>"$D.srv" &
+SRV=$!
+i=0
+while ! grep -q "listening on" "$D.srv" && [ $i -lt 600 ] &&
+      kill -0 "$SRV" 2>/dev/null; do
+	sleep 0.05
+	i=$((i + 1))
+done
+PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$D.srv")
+t_ok "serve --heap listens" test -n "$PORT"
+URL=http://127.0.0.1:$PORT/debug/pprof
+HEAPUSE_HOLD=$D.hold "$PLABEL" run --heap -- "$E2E_BIN/heapuse" 48 >"$D.log" &
+HU=$!
+i=0
+while ! grep -q "^heap alloc" "$D.log" && [ $i -lt 2400 ] &&
+      kill -0 "$HU" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 1	# every record settled
+curl -s -o "$D/heap.pb.gz" -w '%{http_code}\n' "$URL/heap" >"$D.code"
+go tool pprof -top "$URL/allocs" >"$D.allocs" 2>&1
+go tool pprof -top "$URL/heap" >"$D.heap" 2>&1
+touch "$D.hold"
+wait "$HU"
+rc=$?
+t_ok "heapuse under plabel run --heap exits 0" test "$rc" = 0
+t_ok "serve answers heap with 200" grep -qx 200 "$D.code"
+sed -n 1,4p "$D.allocs" | sed 's/^/# /'
+t_ok "go tool pprof fetches allocs over HTTP: alloc_space first" \
+	grep -q "^Type: alloc_space" "$D.allocs"
+t_ok "go tool pprof fetches heap over HTTP: inuse_space first" \
+	grep -q "^Type: inuse_space" "$D.heap"
+shares "$D" alloc_space
+t_ok "serve: alpha's share of alloc_space within 6 points" \
+	e2e_between "$off" -6 6
+shares "$D" inuse_space
+t_ok "serve: alpha's share of inuse_space within 6 points" \
+	e2e_between "$off" -6 6
+t_ok "serve: heap_work under alpha, called by alloc_alpha" \
+	e2e_trace "$D/heap.pb.gz" "endpoint: *alpha" heap_work alloc_alpha
+t_ok "serve: heap?seconds=5 is refused with 400" \
+	sh -c 'test "$(curl -s -o /dev/null -w "%{http_code}" "$1/heap?seconds=5")" = 400' - "$URL"
+kill "$SRV"
+wait "$SRV"
+t_ok "serve --heap stops with status 0 on SIGTERM" test $? = 0
+
+# record --every --heap: a heap-STAMP at each interval's end beside its
+# cpu-STAMP, each since the start; one written while heapuse held its
+# blocks has alpha's
+D=$E2E_OUT/every-heap
+"$PLABEL" record --every 2s --duration 60 --heap=64K -a -o "$D" 2>"$D.rec" &
+REC=$!
+i=0
+while ! grep -q "recording started" "$D.rec" && [ $i -lt 600 ] &&
+      kill -0 "$REC" 2>/dev/null; do
+	sleep 0.05
+	i=$((i + 1))
+done
+HEAPUSE_HOLD=$D.hold "$PLABEL" run --heap -- "$E2E_BIN/heapuse" 16 >"$D.log" &
+HU=$!
+i=0
+while ! grep -q "^heap alloc" "$D.log" && [ $i -lt 2400 ] &&
+      kill -0 "$HU" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 5	# two intervals end while it holds them
+touch "$D.hold"
+wait "$HU"
+kill -INT "$REC"
+wait "$REC"
+t_ok "record --every --heap exits 0 on SIGINT" test $? = 0
+best=0
+nomatch=0
+for f in "$D"/heap-*.pb.gz; do
+	[ -f "$f" ] || continue
+	[ -f "$D/cpu-${f##*/heap-}" ] || nomatch=$((nomatch + 1))
+	a=$(e2e_tag_pct "$f" endpoint alpha -sample_index=alloc_space)
+	best=$(awk -v a="${a:-0}" -v b="$best" 'BEGIN { print (a > b ? a : b) }')
+done
+echo "# every-heap: $(ls "$D" | tr '\n' ' ')"
+t_ok "heap-STAMP files written" sh -c 'ls "$1"/heap-*.pb.gz >/dev/null 2>&1' - "$D"
+t_ok "each heap-STAMP beside its interval's cpu-STAMP" test "$nomatch" = 0
+t_ok "a heap-STAMP has alpha's allocations" e2e_between "$best" 1 100
 t_done

@@ -172,7 +172,7 @@ t_ok "seconds=-1: 400" test "$(code "$URL/profile?seconds=-1")" = 400
 t_ok "seconds over --max-seconds: 400" test "$(code "$URL/profile?seconds=61")" = 400
 t_ok "400 says why" sh -c 'curl -s "$1" | grep -q "maximum"' - "$URL/profile?seconds=61"
 t_ok "heap: 404" test "$(code "$URL/heap")" = 404
-t_ok "heap: 404 says why" sh -c 'curl -s "$1" | grep -q "no heap profile"' - "$URL/heap"
+t_ok "heap without --heap: 404 says why" sh -c 'curl -s "$1" | grep -q "plabel serve --heap"' - "$URL/heap"
 for p in allocs block mutex; do
 	t_ok "$p: 404" test "$(code "$URL/$p")" = 404
 done

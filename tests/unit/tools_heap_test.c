@@ -32,46 +32,6 @@ __attribute__((noinline)) int plabel_heap_test_site(int x)
 	return x * 3 + 1;
 }
 
-static void sb_alloc(struct sbuf *b, uint64_t set, uint32_t pid,
-		     uint64_t t, uint64_t addr, uint64_t bytes,
-		     uint64_t weight, uint64_t ip)
-{
-	struct plabel_rec_sample *s;
-	struct plabel_rec_alloc *a;
-
-	s = sb_rec(b, PLABEL_REC_ALLOC, sizeof(*s) + sizeof(*a) + 8);
-	s->time_ns = t;
-	s->set_id = set;
-	s->pid = pid;
-	s->tid = pid;
-	s->flags = PLABEL_SAMPLE_USER;
-	s->nr_user = 1;
-	a = (void *)(s + 1);
-	a->addr = addr;
-	a->requested = bytes;
-	a->usable = bytes;
-	a->weight = weight;
-	memcpy(a + 1, &ip, 8);
-}
-
-static void sb_free(struct sbuf *b, uint32_t pid, uint64_t t, uint64_t addr)
-{
-	struct plabel_rec_free *f = sb_rec(b, PLABEL_REC_FREE, sizeof(*f));
-
-	f->pid = pid;
-	f->tid = pid;
-	f->time_ns = t;
-	f->addr = addr;
-}
-
-static void sb_lost_frees(struct sbuf *b, uint64_t n)
-{
-	struct plabel_rec_lost *l = sb_rec(b, PLABEL_REC_LOST, sizeof(*l));
-
-	l->kind = PLABEL_LOST_FREES;
-	l->lost = n;
-}
-
 static const char *label_of(const struct plabel_prof_sample_info *si,
 			    const char *key)
 {

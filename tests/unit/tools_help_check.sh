@@ -67,4 +67,21 @@ else
 	t_ok "serve without the module" no_module serve --listen 127.0.0.1:0
 	t_ok "no output directory made without the module" test ! -e "$tmp/out"
 fi
+
+# usage_err WORDS CMD..: exit 2, WORDS in the message, before the device
+usage_err() {
+	w=$1
+	shift
+	m=$("$PLABEL" "$@" 2>&1 >/dev/null)
+	rc=$?
+	echo "# $m"
+	[ $rc -eq 2 ] && echo "$m" | grep -q -- "$w"
+}
+t_ok "serve --heap -g dwarf is refused" \
+	usage_err "takes frame-pointer stacks" serve --heap -g dwarf
+t_ok "serve --heap=0 is refused" usage_err "bad heap interval" serve --heap=0
+t_ok "record --every --heap -g dwarf is refused" \
+	usage_err "takes frame-pointer stacks" record --every 5s --heap -g dwarf -a
+t_ok "record --every --off-cpu is still refused" \
+	usage_err "does not go with --every" record --every 5s --off-cpu -a
 t_done

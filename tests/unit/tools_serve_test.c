@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -87,10 +88,9 @@ TEST(routes)
 		  plabel_serve_route("/debug/pprof/profile", &why));
 	EXPECT_EQ(PLABEL_ROUTE_THREADCREATE,
 		  plabel_serve_route("/debug/pprof/threadcreate", &why));
-	EXPECT_EQ(PLABEL_ROUTE_LACKING,
+	EXPECT_EQ(PLABEL_ROUTE_HEAP,
 		  plabel_serve_route("/debug/pprof/heap", &why));
-	EXPECT_NE(NULL, strstr(why, "heap"));
-	EXPECT_EQ(PLABEL_ROUTE_LACKING,
+	EXPECT_EQ(PLABEL_ROUTE_ALLOCS,
 		  plabel_serve_route("/debug/pprof/allocs", &why));
 	EXPECT_EQ(PLABEL_ROUTE_LACKING,
 		  plabel_serve_route("/debug/pprof/block", &why));
@@ -363,6 +363,7 @@ static const char *const kv_beta[] = { "worker", "beta" };
 static int srv_check_peer;
 static uid_t srv_allow[2];
 static unsigned int srv_nallow;
+static uint64_t srv_heap_bytes;	/* and heap records: --heap */
 
 static void srv_start(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(srv) *self, int sanitize,
@@ -399,6 +400,7 @@ static void srv_start(struct __test_metadata *_metadata,
 			.check_peer = srv_check_peer,
 			.allow = srv_allow,
 			.nallow = srv_nallow,
+			.heap_bytes = srv_heap_bytes,
 		};
 
 		close(self->rec[1]);
@@ -598,7 +600,10 @@ TEST_F(srv, index_paths_and_bad_requests)
 	free(r.body);
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap", &r));
 	EXPECT_EQ(404, r.status);
-	EXPECT_NE(NULL, strstr((char *)r.body, "heap profile"));
+	EXPECT_NE(NULL, strstr((char *)r.body, "plabel serve --heap"));
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/allocs", &r));
+	EXPECT_EQ(404, r.status);
 	free(r.body);
 	/* (the server's stream here is no /dev/plabel: no thread states) */
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/goroutine?debug=1", &r));
@@ -784,6 +789,135 @@ TEST_F(srv, two_at_once_and_filters)
 	srv_stop(_metadata, self);
 }
 
+/* Whether profile r has a comment holding s. */
+static int resp_has_comment(const struct resp *r, const char *s)
+{
+	struct plabel_prof *p = NULL;
+	const char *err = NULL;
+	size_t i;
+	int found = 0;
+
+	if (plabel_prof_decode(r->body, r->len, &p, &err))
+		return 0;
+	for (i = 0; i < plabel_prof_num_comments(p); i++)
+		if (strstr(plabel_prof_comment(p, i), s))
+			found = 1;
+	plabel_prof_free(p);
+	return found;
+}
+
+/* Heap values by worker label: [alpha, beta][the four] of profile r. */
+static int heap_sums(const struct resp *r, int64_t v[2][4], size_t *dflt)
+{
+	struct plabel_prof *p = NULL;
+	const char *err = NULL;
+	size_t i, j, k;
+
+	memset(v, 0, sizeof(int64_t) * 8);
+	if (plabel_prof_decode(r->body, r->len, &p, &err))
+		return -1;
+	*dflt = plabel_prof_default_index(p);
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		struct plabel_prof_sample_info si;
+
+		plabel_prof_get_sample(p, i, &si);
+		for (j = 0; j < si.nlabels; j++) {
+			if (strcmp(si.labels[j].key, "worker"))
+				continue;
+			k = !strcmp(si.labels[j].value, "beta");
+			v[k][0] += si.values[0];
+			v[k][1] += si.values[1];
+			v[k][2] += si.values[2];
+			v[k][3] += si.values[3];
+		}
+	}
+	plabel_prof_free(p);
+	return 0;
+}
+
+/*
+ * --heap: allocations since the start, the freed ones kept as counts.
+ * This process: 100 blocks of 1000 bytes (alpha) allocated and freed,
+ * each FREE written before its ALLOC (as two CPUs' rings can give them),
+ * and 3 of 3000 bytes (beta), one freed; the kernel lost 2 FREEs; the
+ * parent's 2 blocks, then its exec. After they settle, heap and allocs
+ * (asked twice: nothing is used up) say so, and the freed of one stack
+ * are one record.
+ */
+TEST_F(srv, heap_and_allocs_since_the_start)
+{
+	static const uint64_t ip = 0x401000;
+	static struct sbuf b;
+	const double rate = 4096;
+	double sa = 1 / (1 - exp(-1000 / rate));
+	double sb = 1 / (1 - exp(-3000 / rate));
+	int64_t v[2][4];
+	size_t dflt, i;
+	uint32_t me = (uint32_t)getpid(), parent = (uint32_t)getppid();
+	uint64_t t;
+	struct resp r;
+	int round;
+
+	srv_heap_bytes = (uint64_t)rate;
+	srv_start(_metadata, self, 0, 8);
+	srv_heap_bytes = 0;
+	t = mono_ns();
+	for (i = 0; i < 100; i++) {
+		b.len = 0;
+		sb_free(&b, me, t + 2 * i + 1, 0x10000 + 0x100 * i);
+		sb_alloc(&b, 1, me, t + 2 * i, 0x10000 + 0x100 * i, 1000,
+			 (uint64_t)rate, ip);
+		ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	}
+	b.len = 0;
+	for (i = 0; i < 3; i++)
+		sb_alloc(&b, 2, me, t + 300 + i, 0x90000 + 0x100 * i, 3000,
+			 (uint64_t)rate, ip + 0x100);
+	sb_free(&b, me, t + 400, 0x90000);
+	sb_free(&b, me, t + 401, 0xdead00);	/* never sampled */
+	sb_lost_frees(&b, 2);
+	/* another process's two blocks, then its exec: they are gone */
+	sb_alloc(&b, 1, parent, t + 500, 0x70000, 5000, (uint64_t)rate, ip);
+	sb_alloc(&b, 1, parent, t + 501, 0x71000, 5000, (uint64_t)rate, ip);
+	sb_exec(&b, parent, t + 600);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	usleep(1500000);	/* settled: 0.5 s after a read */
+
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, get(self->port, "/debug/pprof/heap", &r));
+		ASSERT_EQ(200, r.status);
+		ASSERT_EQ(0, heap_sums(&r, v, &dflt));
+		free(r.body);
+		EXPECT_EQ(3, dflt);	/* inuse_space */
+		EXPECT_EQ(llround(100 * sa), v[0][0]);
+		EXPECT_EQ(llround(100 * 1000 * sa), v[0][1]);
+		EXPECT_EQ(0, v[0][2]);
+		EXPECT_EQ(0, v[0][3]);
+		EXPECT_EQ(llround(3 * sb), v[1][0]);
+		EXPECT_EQ(llround(3 * 3000 * sb), v[1][1]);
+		EXPECT_EQ(llround(2 * sb), v[1][2]);
+		EXPECT_EQ(llround(2 * 3000 * sb), v[1][3]);
+	}
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/allocs", &r));
+	ASSERT_EQ(200, r.status);
+	ASSERT_EQ(0, heap_sums(&r, v, &dflt));
+	EXPECT_EQ(1, dflt);	/* alloc_space */
+	EXPECT_EQ(llround(100 * 1000 * sa), v[0][1]);
+	EXPECT_EQ(llround(2 * 3000 * sb), v[1][3]);
+	EXPECT_TRUE(resp_has_comment(&r, "heap: 2 FREE records lost"));
+	/* the 100 frees of one stack, thread and size: one record */
+	EXPECT_TRUE(resp_has_comment(&r, "heap: plabel serve keeps 2 blocks in use and 2 freed records standing for 101 allocations"));
+	EXPECT_TRUE(resp_has_comment(&r, "sampled allocations: 103, frees: 102 (of blocks sampled before recording or before a fork: 1)"));
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?seconds=5", &r));
+	EXPECT_EQ(400, r.status);
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?pid=1", &r));
+	EXPECT_EQ(400, r.status);
+	free(r.body);
+	srv_stop(_metadata, self);
+}
+
 TEST_F(srv, sanitized_labels)
 {
 	struct resp r;
@@ -887,14 +1021,25 @@ TEST_F(srv, stalled_and_oversized_clients)
 }
 
 /* record --every through the same windows: files back to back */
+/*
+ * record --every 1s --duration 3.5 (with --heap): 4 intervals, each its
+ * cpu-STAMP and threadcreate-STAMP; with --heap a heap-STAMP at each
+ * interval's end, all of them holding the 3 blocks allocated at the start
+ * (one freed), the same stamps as the others.
+ */
 TEST_F(srv, rotating_files)
 {
 	char dir[] = "/tmp/plabel-every-XXXXXX";
 	static struct sbuf b;
-	int ncpu = 0, ntc = 0, st = -1;
-	int64_t total = 0, sum_a = 0, sum_b = 0;
+	int ncpu = 0, ntc = 0, nheap = 0, st = -1;
+	int64_t total = 0, sum_a = 0, sum_b = 0, v[2][4];
+	double sb3 = 1 / (1 - exp(-3000 / 4096.0));
+	char stamps[2][8][32];
+	int nst[2] = { 0, 0 };
 	struct dirent *de;
 	uint64_t t0;
+	size_t dflt;
+	int i;
 	DIR *d;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
@@ -903,8 +1048,13 @@ TEST_F(srv, rotating_files)
 	sb_stream(&b, 10000000);
 	sb_labelset(&b, 1, kv_alpha, 2);
 	sb_labelset(&b, 2, kv_beta, 1);
-	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
 	t0 = mono_ns();
+	/* (this process's: a pid that is gone would be pruned) */
+	for (i = 0; i < 3; i++)
+		sb_alloc(&b, 2, getpid(), t0 + i, 0x90000 + 0x100 * i, 3000,
+			 4096, 0x501000);
+	sb_free(&b, getpid(), t0 + 10, 0x90100);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
 	self->child = fork();
 	ASSERT_LE(0, self->child);
 	if (!self->child) {
@@ -912,6 +1062,7 @@ TEST_F(srv, rotating_files)
 			.every_ns = 1000000000ULL,
 			.out_dir = dir,
 			.duration_ns = 3500000000ULL,
+			.heap_bytes = 4096,
 		};
 
 		close(self->rec[1]);
@@ -959,6 +1110,16 @@ TEST_F(srv, rotating_files)
 		fclose(f);
 		r.len = n;
 		ASSERT_EQ(0, sum_profile(&r, &s));
+		if (!strncmp(de->d_name, "heap-", 5)) {
+			ASSERT_EQ(0, heap_sums(&r, v, &dflt));
+			EXPECT_EQ(llround(3 * sb3), v[1][0]);
+			EXPECT_EQ(llround(2 * 3000 * sb3), v[1][3]);
+			nheap++;
+		}
+		if (nst[0] < 8 && !strncmp(de->d_name, "cpu-", 4))
+			snprintf(stamps[0][nst[0]++], 32, "%s", de->d_name + 4);
+		if (nst[1] < 8 && !strncmp(de->d_name, "heap-", 5))
+			snprintf(stamps[1][nst[1]++], 32, "%s", de->d_name + 5);
 		free(r.body);
 		unlink(path);
 		if (!strncmp(de->d_name, "cpu-", 4)) {
@@ -974,6 +1135,15 @@ TEST_F(srv, rotating_files)
 	rmdir(dir);
 	EXPECT_EQ(4, ncpu);
 	EXPECT_EQ(4, ntc);
+	EXPECT_EQ(4, nheap);
+	/* each heap file is stamped as one interval's cpu file */
+	for (i = 0; i < nst[1]; i++) {
+		int k, found = 0;
+
+		for (k = 0; k < nst[0]; k++)
+			found |= !strcmp(stamps[1][i], stamps[0][k]);
+		EXPECT_TRUE(found);
+	}
 	/* 3.5 s of 4 samples of 10 ms each per 10 ms */
 	TH_LOG("total %lld alpha %lld beta %lld", (long long)total,
 	       (long long)sum_a, (long long)sum_b);

@@ -12,7 +12,9 @@
  * under the labels it started with. At exit it prints the requested
  * bytes each allocated and still holds ("heap alloc alpha=N beta=N inuse
  * alpha=N beta=N") for the test to compare with the profile. Usage:
- * heapuse [ALPHA_MIB] (default 96).
+ * heapuse [ALPHA_MIB] (default 96). With HEAPUSE_HOLD=FILE in the
+ * environment it then waits, holding its blocks, until FILE exists (at
+ * most a minute), for a server's scrape.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -180,6 +182,7 @@ int main(int argc, char **argv)
 		{ .name = "beta", .target = (mib << 20) / 3, .keep_of5 = 3,
 		  .seed = 1181783497276652981ULL },
 	};
+	const char *hold;
 	pthread_t t[2];
 	int i, st;
 	pid_t pid;
@@ -208,5 +211,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)w[0].inuse,
 	       (unsigned long long)w[1].inuse);
 	fflush(stdout);
+	hold = getenv("HEAPUSE_HOLD");
+	for (i = 0; hold && i < 1200 && access(hold, F_OK); i++)
+		usleep(50000);
 	return 0;
 }
