@@ -79,7 +79,8 @@ void plabel_record_usage(FILE *f)
 	      "                     [--heap[=BYTES]]\n"
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
-	      "                     [--heap[=BYTES]] -a | -p PID[,PID..]\n"
+	      "                     [--heap[=BYTES]] [--off-cpu [--off-cpu-min D]]\n"
+	      "                     -a | -p PID[,PID..]\n"
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
 	      "DIR/cpu.pb.gz and DIR/threadcreate.pb.gz (pprof format).\n"
@@ -129,7 +130,9 @@ void plabel_record_usage(FILE *f)
 	      "                         DIR/threadcreate-..., stamped with the\n"
 	      "                         interval's start (UTC); memory stays bounded.\n"
 	      "                         With --heap, DIR/heap-...: the allocations\n"
-	      "                         since the start, at the interval's end\n"
+	      "                         since the start, at the interval's end;\n"
+	      "                         with --off-cpu, DIR/offcpu-... and\n"
+	      "                         DIR/wall-...: the waits that ended in it\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
@@ -724,12 +727,15 @@ static int plabel_parse_every(const char *arg, uint64_t *ns)
  * record --every: the session's records go through serve's windows, one
  * per interval back to back, each written to its files when its records
  * have come (serve.h), with heap (--heap's interval, or 0) the heap
- * profile since the start at each interval's end. fd is closed.
+ * profile since the start at each interval's end, and with
+ * PLABEL_RECORD_OFFCPU in record the off-CPU and wall profiles of the
+ * waits that ended in each interval. fd is closed.
  */
 static int plabel_record_every(int fd, const char *dir, uint64_t every,
 			       int all, const int32_t *pids, uint32_t npids,
 			       unsigned long hz, uint32_t callchain,
-			       double duration, uint64_t heap)
+			       double duration, uint64_t heap,
+			       uint32_t record, uint32_t offcpu_min_us)
 {
 	struct plabel_session_opts so = {
 		.target = all ? PLABEL_TARGET_ALL : PLABEL_TARGET_PIDS,
@@ -738,10 +744,13 @@ static int plabel_record_every(int fd, const char *dir, uint64_t every,
 		.pids = pids,
 		.npids = npids,
 		.heap_bytes = heap,
+		.record = record & PLABEL_RECORD_OFFCPU,
+		.offcpu_min_us = offcpu_min_us,
 	};
 	struct plabel_serve_cfg cfg = {
 		.hz = hz,
 		.heap_bytes = heap,
+		.offcpu = !!(record & PLABEL_RECORD_OFFCPU),
 		.every_ns = every,
 		.out_dir = dir,
 		.duration_ns = (uint64_t)(duration * 1e9),
@@ -968,9 +977,8 @@ static int plabel_record_run(int argc, char **argv,
 		fprintf(stderr, "plabel record: --off-cpu-min needs --off-cpu\n");
 		return 2;
 	}
-	if (every && (record & ~PLABEL_RECORD_HEAP)) {
-		fprintf(stderr, "plabel record: %s does not go with --every\n",
-			timeline ? "--timeline" : "--off-cpu");
+	if (every && timeline) {
+		fprintf(stderr, "plabel record: --timeline does not go with --every\n");
 		return 2;
 	}
 	if (heap && cmd) {
@@ -1021,7 +1029,8 @@ static int plabel_record_run(int argc, char **argv,
 		return 1;
 	if (every)
 		return plabel_record_every(st.fd, dir, every, all, pids, npids,
-					   hz, callchain, duration, heap);
+					   hz, callchain, duration, heap,
+					   record, min_us);
 	if (plabel_prepare_dir(dir)) {
 		close(st.fd);
 		return 1;

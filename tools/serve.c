@@ -297,6 +297,12 @@ struct serve_log {
 	struct serve_tab maps;	/* k: pid, start, end, offset */
 	struct serve_tab execs;	/* k: pid */
 	struct serve_tab comms;	/* k: pid, tid */
+	/*
+	 * record --every --off-cpu: each thread's last switch-out (its
+	 * OFFCPU record) until its END comes, for windows opened while it
+	 * waits (k: pid, tid)
+	 */
+	struct serve_tab waits;
 	uint8_t *threads;	/* THREAD records, arrival order */
 	size_t nthreads, threads_cap;
 	uint64_t threads_dropped;	/* records */
@@ -397,6 +403,7 @@ struct serve {
 	uint32_t npids;
 	uint32_t callchain;
 	uint64_t heap_bytes;	/* the session's heap interval; 0: none */
+	int offcpu;		/* record --every --off-cpu */
 
 	/* the reader's */
 	struct serve_log log;
@@ -495,6 +502,9 @@ static void serve_prime(struct serve *srv, struct serve_win *w)
 	serve_tab_prime(w, &log->execs);
 	serve_tab_prime(w, &log->maps);
 	serve_tab_prime(w, &log->comms);
+	/* the waits going on: their ENDs may come in this window */
+	if (w->kind == PLABEL_PROF_CPU)
+		serve_tab_prime(w, &log->waits);
 	if (w->kind == PLABEL_PROF_THREADCREATE) {
 		struct plabel_dec d;
 		struct plabel_dec_rec *r = malloc(sizeof(*r));
@@ -525,19 +535,21 @@ static int serve_alive(uint32_t pid, uint32_t tid)
 static void serve_prune(struct serve *srv, uint64_t now)
 {
 	struct serve_log *log = &srv->log;
-	struct serve_tab *tabs[] = { &log->maps, &log->execs, &log->comms };
+	struct serve_tab *tabs[] = { &log->maps, &log->execs, &log->comms,
+				     &log->waits };
 	uint64_t seen[256];
 	size_t i, k;
 
 	log->last_prune = now;
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		struct serve_tab *t = tabs[k];
 		size_t before = t->n;
 
 		for (i = 0; i < t->n; i++)
 			if (t->e[i].bytes &&
 			    !serve_alive(t->e[i].k[0],
-					 t == &log->comms ? t->e[i].k[1] : 0))
+					 t == &log->comms || t == &log->waits ?
+					 t->e[i].k[1] : 0))
 				serve_ent_drop(t, &t->e[i]);
 		if (before)
 			serve_tab_compact(t);
@@ -1028,6 +1040,23 @@ static int serve_note(struct serve *srv, const struct plabel_dec_rec *r)
 				     r->raw, r->size, NULL, 0);
 	case PLABEL_REC_THREAD:
 		return serve_keep_thread(log, r->raw, r->size);
+	case PLABEL_REC_OFFCPU:
+		if (!srv->offcpu)
+			return 0;
+		k[0] = r->u.sample.hdr.pid;
+		k[1] = r->u.sample.hdr.tid;
+		e = serve_tab_find(&log->waits, k);
+		if (e && e->time_ns > r->u.sample.hdr.time_ns)
+			return 0;
+		return serve_tab_put(&log->waits, k, r->u.sample.hdr.time_ns,
+				     r->raw, r->size, NULL, 0);
+	case PLABEL_REC_OFFCPU_END:
+		k[0] = r->u.offcpu_end.pid;
+		k[1] = r->u.offcpu_end.tid;
+		e = serve_tab_find(&log->waits, k);
+		if (e && e->time_ns == r->u.offcpu_end.out_ns)
+			serve_ent_drop(&log->waits, e);	/* it ended */
+		return 0;
 	case PLABEL_REC_LOST:
 		if (r->u.lost.kind == PLABEL_LOST_FREES)
 			log->lost_frees += r->u.lost.lost;
@@ -1125,8 +1154,13 @@ static int serve_wants(struct serve *srv, struct serve_win *w,
 		return w->kind == PLABEL_PROF_HEAP;
 	if (w->kind == PLABEL_PROF_HEAP &&
 	    (r->type == PLABEL_REC_SAMPLE || r->type == PLABEL_REC_THREAD ||
-	     r->type == PLABEL_REC_OFFCPU))
+	     r->type == PLABEL_REC_OFFCPU ||
+	     r->type == PLABEL_REC_OFFCPU_END))
 		return 0;	/* (its names come with the state) */
+	/* a wait is the window's where it ended; its start goes to all */
+	if (r->type == PLABEL_REC_OFFCPU_END)
+		return r->u.offcpu_end.time_ns >= w->start_ns &&
+		       r->u.offcpu_end.time_ns < w->end_ns;
 	if (r->type != PLABEL_REC_SAMPLE && r->type != PLABEL_REC_THREAD)
 		return 1;
 	if (h->time_ns < w->start_ns || h->time_ns >= w->end_ns)
@@ -1429,10 +1463,12 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 
 		/*
 		 * a heap window writes the heap profile only; the others
-		 * no optional kind (--every records no off-CPU or wall)
+		 * no optional kind but, with --off-cpu, off-CPU and wall
 		 */
 		if (w->kind == PLABEL_PROF_HEAP ? k != PLABEL_PROF_HEAP :
-		    plabel_kinds[k].optional)
+		    plabel_kinds[k].optional &&
+		    !(srv->offcpu && (k == PLABEL_PROF_OFFCPU ||
+				      k == PLABEL_PROF_WALL)))
 			continue;
 		int n = snprintf(path, sizeof(path), "%s/%.*s-%s%s",
 				 srv->out_dir, (int)(dot ? dot - file :
@@ -2178,6 +2214,7 @@ static void serve_log_free(struct serve_log *log)
 	serve_tab_free(&log->maps);
 	serve_tab_free(&log->execs);
 	serve_tab_free(&log->comms);
+	serve_tab_free(&log->waits);
 	serve_tab_free(&log->live);
 	serve_tab_free(&log->freed);
 	free(log->threads);
@@ -2378,6 +2415,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->npids = cfg->npids;
 	srv->callchain = cfg->callchain;
 	srv->heap_bytes = cfg->heap_bytes;
+	srv->offcpu = cfg->offcpu;
 	if (getrandom(&serve_seed, sizeof(serve_seed), 0) !=
 	    sizeof(serve_seed))
 		serve_seed = serve_now_ns() ^ ((uint64_t)getpid() << 32);

@@ -143,6 +143,12 @@ struct plabel_serve_cfg {
 	 * /debug/pprof/heap and allocs; 0: none, they answer 404.
 	 */
 	uint64_t heap_bytes;
+	/*
+	 * record --every --off-cpu: the session records waits; each file
+	 * window writes offcpu-STAMP and wall-STAMP too, with the waits
+	 * that ended in its interval.
+	 */
+	int offcpu;
 };
 
 /*

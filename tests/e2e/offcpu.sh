@@ -154,4 +154,44 @@ n=$(total "$D/offcpu.pb.gz" /api/search -sample_index=switches)
 t_ok "30 ms minimum: search's ten sleeps counted (and a slow start)" \
 	e2e_between "$n" 10 11
 
+# record --every 1s --off-cpu -a while waiters runs: offcpu-STAMP and
+# wall-STAMP beside each cpu-STAMP, and search's ten 400 ms sleeps,
+# each in the interval it ended in, all there once
+D=$E2E_OUT/every-waiters
+"$PLABEL" record --every 1s --off-cpu --off-cpu-min 30ms -a -o "$D" \
+	2>"$D.rec" &
+REC=$!
+i=0
+while ! grep -q "recording started" "$D.rec" && [ $i -lt 600 ] &&
+      kill -0 "$REC" 2>/dev/null; do
+	sleep 0.05
+	i=$((i + 1))
+done
+"$E2E_BIN/waiters" 100 >"$D.log"
+sleep 1
+kill -INT "$REC"
+wait "$REC"
+t_ok "record --every --off-cpu exits 0 on SIGINT" test $? = 0
+sum=0 nsw=0 nfiles=0 nomatch=0
+for f in "$D"/offcpu-*.pb.gz; do
+	[ -f "$f" ] || continue
+	nfiles=$((nfiles + 1))
+	stamp=${f##*/offcpu-}
+	[ -f "$D/cpu-$stamp" ] && [ -f "$D/wall-$stamp" ] ||
+		nomatch=$((nomatch + 1))
+	t=$(total "$f" /api/search)
+	n=$(total "$f" /api/search -sample_index=switches)
+	sum=$((sum + ${t:-0}))
+	nsw=$((nsw + ${n:-0}))
+done
+echo "# every: $nfiles intervals, search waited $sum ns in $nsw waits"
+t_ok "--every --off-cpu: offcpu-STAMP files, two at least" \
+	test "$nfiles" -ge 2
+t_ok "--every --off-cpu: each beside its cpu-STAMP and wall-STAMP" \
+	test "$nomatch" = 0
+t_ok "--every --off-cpu: search's ten sleeps, once each" \
+	e2e_between "$nsw" 10 11
+t_ok "--every --off-cpu: search's 4 s of sleep across the intervals" \
+	e2e_between "$sum" 3900000000 5000000000
+
 t_done

@@ -1153,6 +1153,127 @@ TEST_F(srv, rotating_files)
 	EXPECT_GE(sum_b * 35 / 10, sum_a);
 }
 
+/* The default values of a profile file, summed; -1 when unreadable. */
+static int64_t file_total(const char *path)
+{
+	struct resp r = { 0 };
+	struct sums s;
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	r.body = malloc(n > 0 ? n : 1);
+	if (!r.body || fread(r.body, n, 1, f) != 1) {
+		fclose(f);
+		free(r.body);
+		return -1;
+	}
+	fclose(f);
+	r.len = n;
+	if (sum_profile(&r, &s))
+		s.total = -1;
+	free(r.body);
+	return s.total;
+}
+
+/*
+ * record --every 1s --off-cpu: offcpu-STAMP and wall-STAMP per interval,
+ * each wait in the interval it ended in, whole: one of 0.1 s within the
+ * first, one of 2 s from the first to the third (its END written when
+ * it comes, after a window opened that never saw its start).
+ */
+TEST_F(srv, rotating_files_with_waits)
+{
+	static const uint64_t ips[] = { 0x401000 };
+	char dir[] = "/tmp/plabel-every-XXXXXX";
+	uint32_t me = (uint32_t)getpid();
+	static struct sbuf b;
+	int64_t got, total = 0, most = 0;
+	int noff = 0, nwall = 0, st = -1;
+	struct plabel_rec_sample *s;
+	struct dirent *de;
+	uint64_t t0;
+	DIR *d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, pipe(self->rec));
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	sb_labelset(&b, 1, kv_alpha, 2);
+	t0 = mono_ns();
+	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
+	s->tid = me;
+	s->time_ns = t0 + 200000000ULL;
+	s->wait_kind = PLABEL_WAIT_SLEEP;
+	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
+	s->tid = me + 1;
+	s->time_ns = t0 + 300000000ULL;
+	s->wait_kind = PLABEL_WAIT_IO;
+	sb_offcpu_end(&b, me, me + 1, t0 + 300000000ULL, t0 + 400000000ULL);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		struct plabel_serve_cfg cfg = {
+			.every_ns = 1000000000ULL,
+			.out_dir = dir,
+			.duration_ns = 3500000000ULL,
+			.offcpu = 1,
+		};
+
+		close(self->rec[1]);
+		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
+	}
+	close(self->rec[0]);
+	self->f.fd = self->rec[1];
+	self->f.stop = 0;
+	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+	/* the long wait's END, once it has come: in the third interval */
+	while (mono_ns() < t0 + 2300000000ULL)
+		usleep(20000);
+	b.len = 0;
+	sb_offcpu_end(&b, me, me, t0 + 200000000ULL, t0 + 2200000000ULL);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	ASSERT_EQ(self->child, waitpid(self->child, &st, 0));
+	self->child = 0;
+	self->f.stop = 1;
+	pthread_join(self->f.thr, NULL);
+	close(self->rec[1]);
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+
+	d = opendir(dir);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		char path[512];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!strncmp(de->d_name, "offcpu-", 7)) {
+			got = file_total(path);
+			TH_LOG("%s: %lld ns off-CPU", de->d_name, (long long)got);
+			noff++;
+			total += got;
+			if (got > most)
+				most = got;
+		} else if (!strncmp(de->d_name, "wall-", 5)) {
+			nwall++;
+		}
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+	EXPECT_EQ(4, noff);
+	EXPECT_EQ(4, nwall);
+	EXPECT_EQ(2100000000LL, total);
+	EXPECT_EQ(2000000000LL, most);
+}
+
 /* libmicrohttpd on a Unix socket, as --unix gives it */
 TEST(unix_socket)
 {
