@@ -152,23 +152,13 @@ D=$E2E_OUT/serve-heap
 mkdir -p "$D"
 "$PLABEL" serve --heap=64K --listen 127.0.0.1:0 -a 2>"$D.srv" &
 SRV=$!
-i=0
-while ! grep -q "listening on" "$D.srv" && [ $i -lt 600 ] &&
-      kill -0 "$SRV" 2>/dev/null; do
-	sleep 0.05
-	i=$((i + 1))
-done
+e2e_wait_for "listening on" "$D.srv" "$SRV"
 PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$D.srv")
 t_ok "serve --heap listens" test -n "$PORT"
 URL=http://127.0.0.1:$PORT/debug/pprof
 HEAPUSE_HOLD=$D.hold "$PLABEL" run --heap -- "$E2E_BIN/heapuse" 48 >"$D.log" &
 HU=$!
-i=0
-while ! grep -q "^heap alloc" "$D.log" && [ $i -lt 2400 ] &&
-      kill -0 "$HU" 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+e2e_wait_for "^heap alloc" "$D.log" "$HU" 240
 sleep 1	# every record settled
 curl -s -o "$D/heap.pb.gz" -w '%{http_code}\n' "$URL/heap" >"$D.code"
 go tool pprof -top "$URL/allocs" >"$D.allocs" 2>&1
@@ -203,20 +193,10 @@ t_ok "serve --heap stops with status 0 on SIGTERM" test $? = 0
 D=$E2E_OUT/every-heap
 "$PLABEL" record --every 2s --duration 60 --heap=64K -a -o "$D" 2>"$D.rec" &
 REC=$!
-i=0
-while ! grep -q "recording started" "$D.rec" && [ $i -lt 600 ] &&
-      kill -0 "$REC" 2>/dev/null; do
-	sleep 0.05
-	i=$((i + 1))
-done
+e2e_wait_for "recording started" "$D.rec" "$REC"
 HEAPUSE_HOLD=$D.hold "$PLABEL" run --heap -- "$E2E_BIN/heapuse" 16 >"$D.log" &
 HU=$!
-i=0
-while ! grep -q "^heap alloc" "$D.log" && [ $i -lt 2400 ] &&
-      kill -0 "$HU" 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+e2e_wait_for "^heap alloc" "$D.log" "$HU" 240
 sleep 5	# two intervals end while it holds them
 touch "$D.hold"
 wait "$HU"

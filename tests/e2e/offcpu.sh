@@ -161,12 +161,7 @@ D=$E2E_OUT/every-waiters
 "$PLABEL" record --every 1s --off-cpu --off-cpu-min 30ms -a -o "$D" \
 	2>"$D.rec" &
 REC=$!
-i=0
-while ! grep -q "recording started" "$D.rec" && [ $i -lt 600 ] &&
-      kill -0 "$REC" 2>/dev/null; do
-	sleep 0.05
-	i=$((i + 1))
-done
+e2e_wait_for "recording started" "$D.rec" "$REC"
 "$E2E_BIN/waiters" 100 >"$D.log"
 sleep 1
 kill -INT "$REC"

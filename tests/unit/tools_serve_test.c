@@ -789,6 +789,29 @@ TEST_F(srv, two_at_once_and_filters)
 	srv_stop(_metadata, self);
 }
 
+/* A profile file's bytes as a response's body (malloc()ed). 0 or -1. */
+static int read_resp_file(const char *path, struct resp *r)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	r->body = malloc(n > 0 ? n : 1);
+	if (!r->body || n <= 0 || fread(r->body, n, 1, f) != 1) {
+		fclose(f);
+		free(r->body);
+		r->body = NULL;
+		return -1;
+	}
+	fclose(f);
+	r->len = n;
+	return 0;
+}
+
 /* Whether profile r has a comment holding s. */
 static int resp_has_comment(const struct resp *r, const char *s)
 {
@@ -1022,6 +1045,34 @@ TEST_F(srv, stalled_and_oversized_clients)
 
 /* record --every through the same windows: files back to back */
 /*
+ * record --every 1s --duration 3.5 into dir over self->rec (its stream
+ * written already), with heap_bytes and offcpu, the feeder started.
+ */
+static void every_start(struct __test_metadata *_metadata,
+			FIXTURE_DATA(srv) *self, const char *dir,
+			uint64_t heap_bytes, int offcpu)
+{
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		struct plabel_serve_cfg cfg = {
+			.every_ns = 1000000000ULL,
+			.out_dir = dir,
+			.duration_ns = 3500000000ULL,
+			.heap_bytes = heap_bytes,
+			.offcpu = offcpu,
+		};
+
+		close(self->rec[1]);
+		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
+	}
+	close(self->rec[0]);
+	self->f.fd = self->rec[1];
+	self->f.stop = 0;
+	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+}
+
+/*
  * record --every 1s --duration 3.5 (with --heap): 4 intervals, each its
  * cpu-STAMP and threadcreate-STAMP; with --heap a heap-STAMP at each
  * interval's end, all of them holding the 3 blocks allocated at the start
@@ -1055,23 +1106,7 @@ TEST_F(srv, rotating_files)
 			 4096, 0x501000);
 	sb_free(&b, getpid(), t0 + 10, 0x90100);
 	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	self->child = fork();
-	ASSERT_LE(0, self->child);
-	if (!self->child) {
-		struct plabel_serve_cfg cfg = {
-			.every_ns = 1000000000ULL,
-			.out_dir = dir,
-			.duration_ns = 3500000000ULL,
-			.heap_bytes = 4096,
-		};
-
-		close(self->rec[1]);
-		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
-	}
-	close(self->rec[0]);
-	self->f.fd = self->rec[1];
-	self->f.stop = 0;
-	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+	every_start(_metadata, self, dir, 4096, 0);
 	ASSERT_EQ(self->child, waitpid(self->child, &st, 0));
 	self->child = 0;
 	self->f.stop = 1;
@@ -1089,8 +1124,6 @@ TEST_F(srv, rotating_files)
 		char path[512];
 		struct resp r = { 0 };
 		struct sums s;
-		FILE *f;
-		long n;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -1099,16 +1132,7 @@ TEST_F(srv, rotating_files)
 		/* cpu-YYYYmmddTHHMMSS.pb.gz, threadcreate-... */
 		EXPECT_EQ(0, strcmp(de->d_name + strlen(de->d_name) - 6, ".pb.gz"));
 		EXPECT_EQ('T', strchr(de->d_name, '-')[9]);
-		f = fopen(path, "rb");
-		ASSERT_NE(NULL, f);
-		fseek(f, 0, SEEK_END);
-		n = ftell(f);
-		rewind(f);
-		r.body = malloc(n);
-		ASSERT_NE(NULL, r.body);
-		ASSERT_EQ(1, fread(r.body, n, 1, f));
-		fclose(f);
-		r.len = n;
+		ASSERT_EQ(0, read_resp_file(path, &r));
 		ASSERT_EQ(0, sum_profile(&r, &s));
 		if (!strncmp(de->d_name, "heap-", 5)) {
 			ASSERT_EQ(0, heap_sums(&r, v, &dflt));
@@ -1158,22 +1182,9 @@ static int64_t file_total(const char *path)
 {
 	struct resp r = { 0 };
 	struct sums s;
-	FILE *f = fopen(path, "rb");
-	long n;
 
-	if (!f)
+	if (read_resp_file(path, &r))
 		return -1;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	r.body = malloc(n > 0 ? n : 1);
-	if (!r.body || fread(r.body, n, 1, f) != 1) {
-		fclose(f);
-		free(r.body);
-		return -1;
-	}
-	fclose(f);
-	r.len = n;
 	if (sum_profile(&r, &s))
 		s.total = -1;
 	free(r.body);
@@ -1215,23 +1226,7 @@ TEST_F(srv, rotating_files_with_waits)
 	s->wait_kind = PLABEL_WAIT_IO;
 	sb_offcpu_end(&b, me, me + 1, t0 + 300000000ULL, t0 + 400000000ULL);
 	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	self->child = fork();
-	ASSERT_LE(0, self->child);
-	if (!self->child) {
-		struct plabel_serve_cfg cfg = {
-			.every_ns = 1000000000ULL,
-			.out_dir = dir,
-			.duration_ns = 3500000000ULL,
-			.offcpu = 1,
-		};
-
-		close(self->rec[1]);
-		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
-	}
-	close(self->rec[0]);
-	self->f.fd = self->rec[1];
-	self->f.stop = 0;
-	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+	every_start(_metadata, self, dir, 0, 1);
 	/* the long wait's END, once it has come: in the third interval */
 	while (mono_ns() < t0 + 2300000000ULL)
 		usleep(20000);

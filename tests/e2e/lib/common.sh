@@ -90,6 +90,19 @@ e2e_trace() {
 		END { check(); exit !found }'
 }
 
+# e2e_wait_for REGEX FILE PID [SECONDS]: until a line of FILE matches
+# REGEX (grep), while PID lives, SECONDS (60) at most; status: matched
+e2e_wait_for() {
+	_i=0
+	_n=$((${4:-60} * 10))
+	while ! grep -q -- "$1" "$2" 2>/dev/null && [ $_i -lt $_n ] &&
+	      kill -0 "$3" 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	grep -q -- "$1" "$2" 2>/dev/null
+}
+
 # e2e_between VALUE LO HI: LO <= VALUE <= HI (decimals allowed)
 e2e_between() {
 	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'
