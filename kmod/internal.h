@@ -50,6 +50,7 @@ extern unsigned int plabel_max_refs_per_file;
 extern unsigned int plabel_max_tasks_per_user;
 extern unsigned int plabel_max_sessions;
 extern unsigned int plabel_offcpu_min_us;
+extern unsigned int plabel_offcpu_linger_ms;
 
 /* debugfs directory (main.c), NULL when debugfs is absent. */
 extern struct dentry *plabel_debugfs_dir;

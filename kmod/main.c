@@ -36,6 +36,7 @@ unsigned int plabel_max_refs_per_file = 4096;
 unsigned int plabel_max_tasks_per_user = 65536;
 unsigned int plabel_max_sessions = 4;
 unsigned int plabel_offcpu_min_us;
+unsigned int plabel_offcpu_linger_ms = 5000;
 
 struct dentry *plabel_debugfs_dir;
 
@@ -56,6 +57,7 @@ static unsigned int plabel_refs_max = 1U << 20;
 static unsigned int plabel_tasks_max = 1U << 22;
 static unsigned int plabel_sessions_max = PLABEL_MAX_SESSIONS;
 static unsigned int plabel_offcpu_min_max = PLABEL_MAX_OFFCPU_MIN_US;
+static unsigned int plabel_linger_max = 3600000;
 
 /* stack_size: like proc_douintvec_minmax, and a multiple of 8. */
 static int
@@ -115,6 +117,9 @@ static struct ctl_table plabel_sysctls[] = {
 			   plabel_sessions_max, proc_douintvec_minmax),
 	PLABEL_UINT_SYSCTL("offcpu_min_us", plabel_offcpu_min_us, plabel_zero,
 			   plabel_offcpu_min_max, proc_douintvec_minmax),
+	PLABEL_UINT_SYSCTL("offcpu_linger_ms", plabel_offcpu_linger_ms,
+			   plabel_zero, plabel_linger_max,
+			   proc_douintvec_minmax),
 	PLABEL_SYSCTL_SENTINEL
 };
 

@@ -42,15 +42,14 @@
 
 /*
  * The probe is registered with the first session that records off-CPU
- * intervals and taken off PLABEL_OFFCPU_LINGER_MS after the last one
- * stops (or at unload), not at each stop: every registration and removal
- * patches the scheduler's text on every CPU (jump label, static call),
- * which is slow and, done once per session, makes runs of short sessions
- * pay it over and over. While it lingers with no session the probe finds
- * no session to write to. Users and the registration under
- * plabel_offcpu_lock.
+ * intervals and taken off kernel.plabel.offcpu_linger_ms after the last
+ * one stops (0: at unload only), not at each stop: every registration
+ * and removal patches the scheduler's text on every CPU (jump label,
+ * static call), which is slow and, done once per session, makes runs of
+ * short sessions pay it over and over. While it lingers with no session
+ * the probe finds no session to write to. Users and the registration
+ * under plabel_offcpu_lock.
  */
-#define PLABEL_OFFCPU_LINGER_MS	5000
 
 static DEFINE_MUTEX(plabel_offcpu_lock);
 static unsigned int plabel_offcpu_users;
@@ -321,13 +320,16 @@ int plabel_offcpu_hook_get(void)
  */
 void plabel_offcpu_hook_put(void)
 {
+	unsigned int ms;
+
 	mutex_lock(&plabel_offcpu_lock);
 	if (WARN_ON_ONCE(!plabel_offcpu_users))
 		goto out;
 	WRITE_ONCE(plabel_offcpu_users, plabel_offcpu_users - 1);
-	if (!plabel_offcpu_users)
+	ms = READ_ONCE(plabel_offcpu_linger_ms);
+	if (!plabel_offcpu_users && ms)
 		mod_delayed_work(system_wq, &plabel_offcpu_linger,
-				 msecs_to_jiffies(PLABEL_OFFCPU_LINGER_MS));
+				 msecs_to_jiffies(ms));
 out:
 	mutex_unlock(&plabel_offcpu_lock);
 }

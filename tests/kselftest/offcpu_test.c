@@ -138,6 +138,7 @@ TEST(bad_arguments_rejected)
 {
 	struct plabel_session_start_args a;
 	int32_t pid = getpid();
+	long long v;
 	int fd;
 
 	NEED_ROOT();
@@ -169,6 +170,13 @@ TEST(bad_arguments_rejected)
 	EXPECT_GE(su_read_num(SU_SYSCTL "offcpu_min_us"), 0);
 	EXPECT_NE(0, su_write_num(SU_SYSCTL "offcpu_min_us",
 				  PLABEL_MAX_OFFCPU_MIN_US + 1));
+	/* how long the probe stays: up to an hour, 0 for until unload */
+	v = su_read_num(SU_SYSCTL "offcpu_linger_ms");
+	EXPECT_LE(0, v);
+	EXPECT_GE(3600000, v);
+	EXPECT_NE(0, su_write_num(SU_SYSCTL "offcpu_linger_ms", 3600001));
+	EXPECT_EQ(0, su_write_num(SU_SYSCTL "offcpu_linger_ms", 3600000));
+	EXPECT_EQ(0, su_write_num(SU_SYSCTL "offcpu_linger_ms", v));
 }
 
 /* The three waiting threads of the kinds test. */
