@@ -323,11 +323,16 @@ static inline void su_check_sync(struct su_stream *st, uint64_t *synced,
 
 static inline void su_check(struct su_stream *st)
 {
-	static uint64_t synced[SU_SYNC_CPUS];
+	/* each call its own: threads check their streams at once */
+	uint64_t *synced = calloc(SU_SYNC_CPUS, sizeof(*synced));
 	struct plabel_rec_header *h;
 	size_t off = 0;
 
-	memset(synced, 0, sizeof(synced));
+	if (!synced) {
+		st->bad++;
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return;
+	}
 	while ((h = su_next(st, &off))) {
 		size_t need = 0;
 
@@ -414,6 +419,7 @@ static inline void su_check(struct su_stream *st)
 				 h->type, h->size, need);
 		}
 	}
+	free(synced);
 }
 
 /* Records that went through the rings: not STREAM, LOST, SYNC (read()'s). */
