@@ -1215,7 +1215,15 @@ TEST_F(srv, rotating_files_with_waits)
 	b.len = 0;
 	sb_stream(&b, 10000000);
 	sb_labelset(&b, 1, kv_alpha, 2);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	every_start(_metadata, self, dir, 0, 1);
+	/*
+	 * the waits stamped once the server has surely started: one
+	 * stamped before its first window would be in none
+	 */
+	usleep(300000);
 	t0 = mono_ns();
+	b.len = 0;
 	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
 	s->tid = me;
 	s->time_ns = t0 + 200000000ULL;
@@ -1226,7 +1234,6 @@ TEST_F(srv, rotating_files_with_waits)
 	s->wait_kind = PLABEL_WAIT_IO;
 	sb_offcpu_end(&b, me, me + 1, t0 + 300000000ULL, t0 + 400000000ULL);
 	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	every_start(_metadata, self, dir, 0, 1);
 	/* the long wait's END, once it has come: in the third interval */
 	while (mono_ns() < t0 + 2300000000ULL)
 		usleep(20000);
