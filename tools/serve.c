@@ -262,6 +262,21 @@ static int serve_tab_put(struct serve_tab *t, const uint64_t k[4],
 	return 0;
 }
 
+/*
+ * Keep record r (stamped time_ns) under k unless what is there is newer.
+ * 0 or -ENOMEM.
+ */
+static int serve_tab_put_newer(struct serve_tab *t, const uint64_t k[4],
+			       uint64_t time_ns,
+			       const struct plabel_dec_rec *r)
+{
+	struct serve_ent *e = serve_tab_find(t, k);
+
+	if (e && e->time_ns > time_ns)
+		return 0;
+	return serve_tab_put(t, k, time_ns, r->raw, r->size, NULL, 0);
+}
+
 /* Drop the removed entries and index the rest anew. */
 static void serve_tab_compact(struct serve_tab *t)
 {
@@ -1011,11 +1026,8 @@ static int serve_note(struct serve *srv, const struct plabel_dec_rec *r)
 		k[1] = r->u.mmap.hdr.start;
 		k[2] = r->u.mmap.hdr.end;
 		k[3] = r->u.mmap.hdr.offset;
-		e = serve_tab_find(&log->maps, k);
-		if (e && e->time_ns > r->u.mmap.hdr.time_ns)
-			return 0;
-		return serve_tab_put(&log->maps, k, r->u.mmap.hdr.time_ns,
-				     r->raw, r->size, NULL, 0);
+		return serve_tab_put_newer(&log->maps, k, r->u.mmap.hdr.time_ns,
+					   r);
 	case PLABEL_REC_EXEC:
 		k[0] = r->u.exec.pid;
 		e = serve_tab_find(&log->execs, k);
@@ -1033,11 +1045,7 @@ static int serve_note(struct serve *srv, const struct plabel_dec_rec *r)
 	case PLABEL_REC_COMM:
 		k[0] = r->u.comm.pid;
 		k[1] = r->u.comm.tid;
-		e = serve_tab_find(&log->comms, k);
-		if (e && e->time_ns > r->u.comm.time_ns)
-			return 0;
-		return serve_tab_put(&log->comms, k, r->u.comm.time_ns,
-				     r->raw, r->size, NULL, 0);
+		return serve_tab_put_newer(&log->comms, k, r->u.comm.time_ns, r);
 	case PLABEL_REC_THREAD:
 		return serve_keep_thread(log, r->raw, r->size);
 	case PLABEL_REC_OFFCPU:
@@ -1045,11 +1053,8 @@ static int serve_note(struct serve *srv, const struct plabel_dec_rec *r)
 			return 0;
 		k[0] = r->u.sample.hdr.pid;
 		k[1] = r->u.sample.hdr.tid;
-		e = serve_tab_find(&log->waits, k);
-		if (e && e->time_ns > r->u.sample.hdr.time_ns)
-			return 0;
-		return serve_tab_put(&log->waits, k, r->u.sample.hdr.time_ns,
-				     r->raw, r->size, NULL, 0);
+		return serve_tab_put_newer(&log->waits, k,
+					   r->u.sample.hdr.time_ns, r);
 	case PLABEL_REC_OFFCPU_END:
 		k[0] = r->u.offcpu_end.pid;
 		k[1] = r->u.offcpu_end.tid;
