@@ -8,8 +8,15 @@
 #      HOST_ONLY=1: scripts/plabel-vm runs tests/vm/run-tests.sh in a fresh
 #      VM, logs in build/check/vm-<kernel>/; the VM run itself (clean
 #      kernel log, no leak, rmmod, exit status) is one more test,
-#      build/check/vm-<kernel>.log. On the debug kernel only the module's
-#      kselftests run, unless DEBUG_E2E=1 (make check-debug).
+#      build/check/vm-<kernel>.log. Every e2e script runs on the kernels
+#      in $E2E_FULL_KERNELS (default "6.1 6.12", the two Debian ships);
+#      the others run the kselftests and those e2e scripts whose header
+#      has the line "# e2e: every kernel" (the ones whose results rest on
+#      kernel paths that differ between versions: sampling, stacks,
+#      exec, mappings, names, scheduler waits, thread states). On the
+#      debug kernel only the module's kselftests run, unless DEBUG_E2E=1
+#      (make check-debug). E2E_TESTS set by the caller runs on every
+#      kernel given.
 #      After a kernel's VM that ran tests/e2e/timeline.sh, the host opens
 #      the timeline it left in speedscope in headless Chromium
 #      (tests/browser/timeline.sh), build/check/browser-<kernel>.log.
@@ -49,7 +56,9 @@ programs() {
 }
 [ -n "${HOST_TESTS+x}" ] || HOST_TESTS=$(programs "$B"/tests/unit/*)
 [ -n "${VM_TESTS+x}" ] || VM_TESTS=$(programs "$B"/tests/kselftest/*)
-[ -n "${E2E_TESTS+x}" ] || E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
+E2E_GIVEN=${E2E_TESTS+x}
+[ -n "$E2E_GIVEN" ] || E2E_TESTS=$(ls tests/e2e/*.sh 2>/dev/null)
+E2E_FULL_KERNELS=${E2E_FULL_KERNELS-6.1 6.12}
 [ -n "${PKG_TESTS+x}" ] || PKG_TESTS=$(ls tests/pkg/*.sh 2>/dev/null)
 PKG_KERNELS=${PKG_KERNELS:-}
 pkg_limit=${PLABEL_PKG_TIMEOUT:-1200}
@@ -158,6 +167,13 @@ if [ -z "$HOST_ONLY" ]; then
 	for k in $KERNELS; do
 		t0=$SECONDS
 		e2e=$E2E_TESTS
+		# on the other kernels only the scripts marked for every kernel
+		# (the debug kernel: none, or all with DEBUG_E2E=1, below)
+		case " $E2E_FULL_KERNELS debug " in
+		*" $k "*) ;;
+		*) [ -n "$E2E_GIVEN" ] || [ -z "$E2E_TESTS" ] ||
+			e2e=$(grep -lx '# e2e: every kernel' $E2E_TESTS) ;;
+		esac
 		[ "$k" != debug ] || [ -n "${DEBUG_E2E:-}" ] || e2e=
 		# shellcheck disable=SC2086
 		set -- $VM_TESTS $e2e

@@ -9,6 +9,8 @@
 # CPU) within 3 points, its waits are of its kind, the function it waits
 # in is on its stacks, and in wall.pb.gz each thread's total is its
 # elapsed time. Bad --off-cpu-min values are refused.
+#
+# e2e: every kernel
 
 E2E_NAME=offcpu
 . tests/e2e/lib/common.sh

@@ -5,6 +5,8 @@
 # then), starts threads, dlopen()s a library and spends most of its time
 # there: the library's mappings must be reported again, so that the
 # samples name its plugin_spin(), called from main(), in fp and dwarf mode.
+#
+# e2e: every kernel
 
 E2E_NAME=record_dlopen
 . tests/e2e/lib/common.sh

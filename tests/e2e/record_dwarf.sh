@@ -5,6 +5,8 @@
 # spends its time in a qsort() comparator: the stacks must go from the
 # comparator through libc's qsort (Debian's libc has no frame pointers
 # either) back to sort_work() and main(), under the program's label.
+#
+# e2e: every kernel
 
 E2E_NAME=record_dwarf
 . tests/e2e/lib/common.sh

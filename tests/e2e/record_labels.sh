@@ -7,6 +7,8 @@
 # CPU time, attribute each burn function to
 # its own label, and the thread-create profile must show spawn_workers()
 # creating the threads under phase=spawn.
+#
+# e2e: every kernel
 
 E2E_NAME=record_labels
 . tests/e2e/lib/common.sh

@@ -5,6 +5,8 @@
 # each thread's name as it was at the sample, renames included (by the
 # thread itself and through /proc); threads running before recording
 # named from /proc; --no-process-labels leaves both out.
+#
+# e2e: every kernel
 
 E2E_NAME=record_names
 . tests/e2e/lib/common.sh

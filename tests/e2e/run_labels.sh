@@ -3,6 +3,8 @@
 #
 # plabel run -l k=v labels an unmodified program (no libplabel) and the
 # child it forks; recorded through plabel record -- plabel run ...
+#
+# e2e: every kernel
 
 E2E_NAME=run_labels
 . tests/e2e/lib/common.sh

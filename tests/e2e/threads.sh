@@ -8,6 +8,8 @@
 # real `go tool pprof` reads with the threads/count sample type, the
 # labels (-tags) and the blocking functions on the labeled stacks
 # (-traces). Bad arguments are refused.
+#
+# e2e: every kernel
 
 E2E_NAME=threads
 . tests/e2e/lib/common.sh
