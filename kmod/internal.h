@@ -79,11 +79,14 @@ struct plabel_set {
 	u32 count;		/* labels */
 	u32 bytes;		/* kernel memory it takes, for the quota */
 	/*
-	 * sample.c: bit i is set once the session in slot i wrote the set's
-	 * LABELSET record (set_bit(), any context); cleared for a slot
-	 * before a new session takes it (plabel_sets_forget_slot())
+	 * sample.c: gen[i] is the generation of the session in slot i that
+	 * wrote the set's LABELSET record (WRITE_ONCE(), any context), 0
+	 * for none. Each session in a slot has a generation of its own
+	 * (session.c), so what an earlier one wrote does not count for it;
+	 * when a slot's count starts over, plabel_sets_forget_slot() clears
+	 * its entry in every set first.
 	 */
-	unsigned long emitted;
+	u16 gen[PLABEL_MAX_SESSIONS];
 	struct rcu_head rcu;
 	/* labels.c private fields */
 	struct hlist_node hnode;	/* dedup table, under the intern lock */
@@ -146,7 +149,7 @@ void plabel_set_put(struct plabel_set *set);
 long plabel_live_sets(void);
 /*
  * Process context, with no session in slot: no set has been carried by a
- * session in that slot.
+ * session in that slot (a walk over every set, under the intern lock).
  */
 void plabel_sets_forget_slot(unsigned int slot);
 

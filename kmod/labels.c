@@ -641,7 +641,7 @@ int plabel_labels_init(void)
 
 /*
  * Under the intern lock every set in plabel_ids stays (removal takes it),
- * and the bit of a slot no session holds changes only here: a pass over
+ * and the entry of a slot no session holds changes only here: a pass over
  * all sets, rescheduling as it goes.
  */
 void plabel_sets_forget_slot(unsigned int slot)
@@ -649,11 +649,9 @@ void plabel_sets_forget_slot(unsigned int slot)
 	struct plabel_set *set;
 	unsigned long index;
 
-	BUILD_BUG_ON(PLABEL_MAX_SESSIONS > BITS_PER_LONG);
 	mutex_lock(&plabel_intern_lock);
 	xa_for_each(&plabel_ids, index, set) {
-		if (test_bit(slot, &set->emitted))
-			clear_bit(slot, &set->emitted);
+		WRITE_ONCE(set->gen[slot], 0);
 		cond_resched();
 	}
 	mutex_unlock(&plabel_intern_lock);

@@ -393,18 +393,18 @@ static u64 plabel_task_cpu_ns(u64 now)
 }
 
 /*
- * Labels first, when this session has not carried them yet: its slot's
- * bit in the set. Its CPUs may each write the record once, which the
- * reader takes as one.
+ * Labels first, when this session has not carried them yet: the set's
+ * entry for its slot is not its generation. Its CPUs may each write the
+ * record once, which the reader takes as one.
  */
 static u64 plabel_labels_for(struct plabel_session *s, struct plabel_ring *r,
 			     struct plabel_set *set)
 {
 	if (!set)
 		return 0;
-	if (!test_bit(s->slot, &set->emitted) &&
+	if (READ_ONCE(set->gen[s->slot]) != s->gen &&
 	    plabel_session_emit_labelset(s, r, set))
-		set_bit(s->slot, &set->emitted);
+		WRITE_ONCE(set->gen[s->slot], s->gen);
 	return set->id;
 }
 

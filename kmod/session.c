@@ -64,6 +64,25 @@ static unsigned int plabel_nr_sessions;
  * bounds these, not only the running ones.
  */
 static unsigned int plabel_nr_held;
+/*
+ * The last generation given to a session in each slot, under
+ * plabel_session_mutex. A set's entry for a slot equal to the running
+ * session's generation says that session carried it; 65535 sessions in
+ * one slot go by before the count starts over, and only then does a walk
+ * over every set clear their entries for the slot (a start with 10^6 sets
+ * would otherwise stall interning for tens of milliseconds each time).
+ */
+static u16 plabel_slot_gen[PLABEL_MAX_SESSIONS];
+
+/* Under plabel_session_mutex, with no session in slot: a new generation. */
+static u16 plabel_slot_next_gen(unsigned int slot)
+{
+	if (plabel_slot_gen[slot] == U16_MAX) {
+		plabel_sets_forget_slot(slot);
+		plabel_slot_gen[slot] = 0;
+	}
+	return ++plabel_slot_gen[slot];
+}
 
 /* Each running session, under rcu_read_lock(). */
 #define plabel_for_each_session(s)	\
@@ -932,7 +951,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	if (ret)
 		goto err_unlock;
 	/* what sessions in this slot before carried, this one has not */
-	plabel_sets_forget_slot(slot);
+	s->gen = plabel_slot_next_gen(slot);
 	s->stream = (struct plabel_rec_stream) {
 		.hdr.type = PLABEL_REC_STREAM,
 		.hdr.size = sizeof(s->stream),
@@ -980,7 +999,7 @@ err_free:
 /*
  * Under plabel_session_mutex. The counters go first, then the hooks stop
  * seeing the session; after the grace period nothing writes to its rings
- * or sets its slot's bit in a set's emitted, and the slot may be taken
+ * or sets its slot's entry in a set's gen, and the slot may be taken
  * again (under the same mutex, so not before this returns).
  */
 static void plabel_session_stop_locked(struct plabel_session *s)
@@ -1272,6 +1291,44 @@ static int plabel_sessions_get(void *data, u64 *val)
 DEFINE_DEBUGFS_ATTRIBUTE(plabel_sessions_fops, plabel_sessions_get, NULL,
 			 "%llu\n");
 
+/*
+ * slot_gen, for tests of the count starting over: reads slot 0's last
+ * generation; writing N (at most 65535, while no session runs) makes N the
+ * last of every slot, a lower one than before after that slot's walk, so
+ * no set's entry can match a session's generation it was not written by.
+ */
+static int plabel_slot_gen_get(void *data, u64 *val)
+{
+	mutex_lock(&plabel_session_mutex);
+	*val = plabel_slot_gen[0];
+	mutex_unlock(&plabel_session_mutex);
+	return 0;
+}
+
+static int plabel_slot_gen_set(void *data, u64 val)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (val > U16_MAX)
+		return -ERANGE;
+	mutex_lock(&plabel_session_mutex);
+	if (plabel_nr_sessions) {
+		ret = -EBUSY;
+		goto out;
+	}
+	for (i = 0; i < PLABEL_MAX_SESSIONS; i++) {
+		if (val < plabel_slot_gen[i])
+			plabel_sets_forget_slot(i);
+		plabel_slot_gen[i] = val;
+	}
+out:
+	mutex_unlock(&plabel_session_mutex);
+	return ret;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(plabel_slot_gen_fops, plabel_slot_gen_get,
+			 plabel_slot_gen_set, "%llu\n");
+
 int plabel_session_init(void)
 {
 	struct dentry *d = plabel_debugfs_dir;
@@ -1284,6 +1341,8 @@ int plabel_session_init(void)
 		return 0;
 	debugfs_create_file_unsafe("sessions", 0444, d, NULL,
 				   &plabel_sessions_fops);
+	debugfs_create_file_unsafe("slot_gen", 0600, d, NULL,
+				   &plabel_slot_gen_fops);
 	debugfs_create_file_unsafe("samples", 0444, d, NULL,
 				   &plabel_stat_samples_fops);
 	debugfs_create_file_unsafe("offcpu", 0444, d, NULL,

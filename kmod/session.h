@@ -19,14 +19,15 @@
  * options, counters (one perf event per CPU, an instance of the module's
  * multi-instance CPU hotplug state), rings, tick and reader. A running
  * session is on an RCU list (session.c) and holds one of
- * PLABEL_MAX_SESSIONS slots (its bit in plabel_set.emitted); the
+ * PLABEL_MAX_SESSIONS slots (its entry in plabel_set.gen); the
  * tracepoint hooks walk the list under RCU, each overflow handler knows
  * only its own counter's session. Start, stop and release run under
  * plabel_session_mutex; a stop takes the session off the list and waits
  * for an RCU grace period before its slot is free again or it is freed.
  *
  * Lock order: plabel_session_mutex (start/stop/release) > labels.c's
- * plabel_intern_lock (plabel_sets_forget_slot() at start) and the CPU
+ * plabel_intern_lock (plabel_sets_forget_slot() when a slot's
+ * generations start over, and the slot_gen debugfs file) and the CPU
  * hotplug lock and cpuhp_state_mutex (taken inside
  * cpuhp_state_add_instance() and cpuhp_state_remove_instance(); the
  * hotplug callbacks take none of plabel's locks) > session->read_lock >
@@ -146,7 +147,8 @@ struct plabel_session {
 	u32 max_stack;
 	u32 stack_size;
 	u64 heap_bytes;		/* PLABEL_RECORD_HEAP: mean sampling interval */
-	u32 slot;		/* its bit in plabel_set.emitted, while running */
+	u32 slot;		/* its entry in plabel_set.gen, while running */
+	u16 gen;		/* its generation in that slot, never 0 */
 	u64 offcpu_min_ns;	/* shortest wait with an OFFCPU_END record */
 	struct plabel_offcpu_slot *offcpu;	/* OFFCPU: the table */
 	bool offcpu_hooked;	/* holds a reference to the switch probe */

@@ -693,6 +693,68 @@ TEST(each_session_carries_its_labelsets)
 	close(ctl);
 }
 
+/* One session alone on this process: does it carry set id? */
+static int ms_alone_carries(uint64_t id)
+{
+	struct su_stream st = { 0 };
+	int fd, carried;
+
+	fd = ms_open();
+	if (fd < 0 || ms_start_self(fd, PLABEL_CALLCHAIN_NONE, 999))
+		return -1;
+	su_burn_cpu(50000000);
+	if (su_stop(fd) || su_drain(fd, &st))
+		return -1;
+	su_check(&st);
+	carried = !st.bad && ms_labelset_off(&st, id) != (size_t)-1;
+	su_stream_free(&st);
+	close(fd);
+	return carried;
+}
+
+/*
+ * A slot's session generations start over after 65535: a set the first
+ * generation 1 carried, then left alone while the count went round, is
+ * carried by the next generation 1 too (the wrap clears every set's
+ * entry for the slot). slot_gen in debugfs moves the count on.
+ */
+TEST(slot_generations_start_over)
+{
+	const char *gen = SU_DEBUGFS "slot_gen";
+	uint64_t x, y;
+	int ctl;
+
+	NEED_ROOT();
+	if (su_read_num(gen) < 0)
+		SKIP(return, "no %s", gen);
+	ASSERT_EQ(0, su_counter("sessions"));
+	ctl = ms_open();
+	ASSERT_LE(0, ctl);
+	x = su_set_new(ctl, "wrap", "x");
+	y = su_set_new(ctl, "wrap", "y");
+	ASSERT_NE(0U, x);
+	ASSERT_NE(0U, y);
+	ASSERT_EQ(-ERANGE, su_write_num(gen, 65536));
+	/* a lower count: every set forgets, and the next session is 1 */
+	ASSERT_EQ(0, su_write_num(gen, 0));
+	ASSERT_EQ(0, su_labels_set(ctl, x));
+	EXPECT_EQ(1, ms_alone_carries(x));
+	EXPECT_EQ(1, su_read_num(gen));
+	/* on to the last generation, which y alone is used under */
+	ASSERT_EQ(0, su_write_num(gen, 65534));
+	ASSERT_EQ(0, su_labels_set(ctl, y));
+	EXPECT_EQ(1, ms_alone_carries(y));
+	EXPECT_EQ(65535, su_read_num(gen));
+	/* round again to 1: x was carried by a 1 before, not by this one */
+	ASSERT_EQ(0, su_labels_set(ctl, x));
+	EXPECT_EQ(1, ms_alone_carries(x));
+	EXPECT_EQ(1, su_read_num(gen));
+	/* and a second session in the same generation's slot after it */
+	EXPECT_EQ(1, ms_alone_carries(x));
+	ASSERT_EQ(0, su_labels_set(ctl, 0));
+	close(ctl);
+}
+
 /*
  * CPU hotplug under two sessions: a CPU going offline loses both
  * sessions' counters, and coming back gets one for each, at each rate.
