@@ -15,6 +15,13 @@
  *                    it runs, per online CPU (rings, wherever the kernel
  *                    took them from, and the session's tables); needs
  *                    CAP_PERFMON and root for the sysctl
+ *   kmem start N     time 20 session starts and stops (CPU samples of
+ *                    this process) with N distinct sets alive, then with
+ *                    none: "session_start_us_sets <us>",
+ *                    "session_start_us_nosets <us>" (medians) and their
+ *                    ratio "session_start_ratio <r>"; needs CAP_PERFMON,
+ *                    and kernel.plabel.max_sets_per_user and
+ *                    max_refs_per_file of at least N
  *
  * Slab is counted in KiB and includes everything else the kernel allocates
  * meanwhile, so N should be in the thousands; the figure is an estimate.
@@ -28,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <time.h>
 
 #include <plabel.h>
 #include "plabel_uapi.h"
@@ -108,6 +116,91 @@ static int plabel_kmem_ring(long kb)
 	return 0;
 }
 
+static int plabel_kmem_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of 20 session starts (start, stop, close), in µs; -1 on error. */
+static double plabel_kmem_start_us(void)
+{
+	struct plabel_session_start_args a;
+	int32_t pid = getpid();
+	struct timespec t0, t1;
+	double us[20];
+	int i, fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&pid;
+	a.npids = 1;
+	for (i = 0; i < 20; i++) {
+		fd = open("/dev/plabel", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (ioctl(fd, PLABEL_IOC_SESSION_START, &a)) {
+			fprintf(stderr, "kmem: session: %s\n", strerror(errno));
+			close(fd);
+			return -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ioctl(fd, PLABEL_IOC_SESSION_STOP);
+		close(fd);
+		us[i] = (t1.tv_sec - t0.tv_sec) * 1e6 +
+			(t1.tv_nsec - t0.tv_nsec) / 1e3;
+	}
+	qsort(us, 20, sizeof(us[0]), plabel_kmem_cmp);
+	return (us[9] + us[10]) / 2;
+}
+
+/* Session starts with n sets alive against none (see the top). */
+static int plabel_kmem_start(int n)
+{
+	struct plabel_set_new_args sa;
+	struct plabel_label kv;
+	double with, without;
+	char val[32];
+	int fd, i;
+
+	fd = open("/dev/plabel", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "kmem: /dev/plabel: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(val, sizeof(val), "v%08d", i);
+		memset(&kv, 0, sizeof(kv));
+		kv.key = (uintptr_t)"set";
+		kv.key_len = 3;
+		kv.value = (uintptr_t)val;
+		kv.value_len = strlen(val);
+		memset(&sa, 0, sizeof(sa));
+		sa.size = sizeof(sa);
+		sa.labels = (uintptr_t)&kv;
+		sa.count = 1;
+		if (ioctl(fd, PLABEL_IOC_SET_NEW, &sa)) {
+			fprintf(stderr, "kmem: set %d: %s\n", i,
+				strerror(errno));
+			close(fd);
+			return 1;
+		}
+	}
+	with = plabel_kmem_start_us();
+	close(fd);	/* the sets go with their last reference */
+	sleep(1);
+	without = plabel_kmem_start_us();
+	if (with < 0 || without < 0)
+		return 1;
+	printf("session_start_us_sets %.1f\n", with);
+	printf("session_start_us_nosets %.1f\n", without);
+	printf("session_start_ratio %.2f\n", with / without);
+	return 0;
+}
+
 static pthread_barrier_t plabel_kmem_bar;
 
 static void *plabel_kmem_thread(void *p)
@@ -164,7 +257,7 @@ int main(int argc, char **argv)
 	int n;
 
 	if (argc != 3 || (n = atoi(argv[2])) < 1) {
-		fprintf(stderr, "usage: kmem sets|tasks N | ring KB\n");
+		fprintf(stderr, "usage: kmem sets|tasks|start N | ring KB\n");
 		return 2;
 	}
 	if (!plabel_available())
@@ -198,11 +291,13 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "ring"))
 		return plabel_kmem_ring(n);
+	if (!strcmp(argv[1], "start"))
+		return plabel_kmem_start(n);
 	if (!strcmp(argv[1], "tasks")) {
 		printf("slab_bytes_per_labeled_task %ld\n",
 		       plabel_kmem_threads(n) * 1024 / n);
 		return 0;
 	}
-	fprintf(stderr, "usage: kmem sets|tasks N | ring KB\n");
+	fprintf(stderr, "usage: kmem sets|tasks|start N | ring KB\n");
 	return 2;
 }

@@ -154,6 +154,7 @@ END {
 	printf "   kernel slab bytes per label set        %s\n", g("memory.slab_bytes_per_set")
 	printf "   kernel slab bytes per labeled task     %s\n", g("memory.slab_bytes_per_labeled_task")
 	printf "   kernel bytes per ring (per CPU)        %s (ring_kb %s)\n", g("memory.bytes_per_ring"), g("memory.ring_kb")
+	printf "   session start, 50000 sets / none       %s / %s us (ratio %s)\n", g("memory.session_start_us_sets"), g("memory.session_start_us_nosets"), g("memory.session_start_ratio")
 	printf "   plabel record peak RSS KiB, fp/dwarf 999 Hz  %s / %s\n", \
 		g("memory.record_fp_999hz_maxrss_kb"), g("memory.record_dwarf_999hz_maxrss_kb")
 	print ""

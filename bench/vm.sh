@@ -369,6 +369,15 @@ emit memory.bytes_per_ring "$(awk '$1 == "bytes_per_ring" { print $2 }' \
 	"$TMP/kmem_ring" | median)"
 emit memory.bytes_per_ring_runs "$(awk '$1 == "bytes_per_ring" { print $2 }' \
 	"$TMP/kmem_ring" | paste -sd,)"
+# A session start with 50000 sets alive against one with none: a start no
+# longer walks the sets, so the ratio stays near 1
+refs=$(cat /proc/sys/kernel/plabel/max_refs_per_file)
+echo 65536 >/proc/sys/kernel/plabel/max_refs_per_file
+$B/kmem start 50000 >"$TMP/kmem_start"
+echo "$refs" >/proc/sys/kernel/plabel/max_refs_per_file
+for k in session_start_us_sets session_start_us_nosets session_start_ratio; do
+	emit "memory.$k" "$(awk -v k=$k '$1 == k { print $2 }' "$TMP/kmem_start")"
+done
 /usr/bin/time -f "%M" -o "$TMP/rss" "$PLABEL" record -F 999 -g dwarf \
 	-o "$TMP/rss_out" -- $SPIN >/dev/null 2>&1
 emit memory.record_dwarf_999hz_maxrss_kb "$(tail -n 1 "$TMP/rss")"
