@@ -700,11 +700,18 @@ static int ms_alone_carries(uint64_t id)
 	int fd, carried;
 
 	fd = ms_open();
-	if (fd < 0 || ms_start_self(fd, PLABEL_CALLCHAIN_NONE, 999))
+	if (fd < 0)
 		return -1;
+	if (ms_start_self(fd, PLABEL_CALLCHAIN_NONE, 999)) {
+		close(fd);
+		return -1;
+	}
 	su_burn_cpu(50000000);
-	if (su_stop(fd) || su_drain(fd, &st))
+	if (su_stop(fd) || su_drain(fd, &st)) {
+		su_stream_free(&st);
+		close(fd);	/* stops the session, if it runs */
 		return -1;
+	}
 	su_check(&st);
 	carried = !st.bad && ms_labelset_off(&st, id) != (size_t)-1;
 	su_stream_free(&st);
@@ -722,7 +729,7 @@ TEST(slot_generations_start_over)
 {
 	const char *gen = SU_DEBUGFS "slot_gen";
 	uint64_t x, y;
-	int ctl;
+	int ctl, fd;
 
 	NEED_ROOT();
 	if (su_read_num(gen) < 0)
@@ -749,8 +756,17 @@ TEST(slot_generations_start_over)
 	ASSERT_EQ(0, su_labels_set(ctl, x));
 	EXPECT_EQ(1, ms_alone_carries(x));
 	EXPECT_EQ(1, su_read_num(gen));
-	/* and a second session in the same generation's slot after it */
+	/* and a second session in the slot after it, generation 2 */
 	EXPECT_EQ(1, ms_alone_carries(x));
+	EXPECT_EQ(2, su_read_num(gen));
+	/* no moving the count while a session runs */
+	fd = ms_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ms_start_self(fd, PLABEL_CALLCHAIN_NONE, 99));
+	EXPECT_EQ(-EBUSY, su_write_num(gen, 0));
+	ASSERT_EQ(0, su_stop(fd));
+	close(fd);
+	EXPECT_EQ(3, su_read_num(gen));
 	ASSERT_EQ(0, su_labels_set(ctl, 0));
 	close(ctl);
 }
