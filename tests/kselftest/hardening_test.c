@@ -1144,7 +1144,7 @@ static void hd_mapper(uint64_t end)
 	_exit(0);
 }
 
-TEST_F_TIMEOUT(hd, mapping_walk_bounded, 120)
+TEST_F_TIMEOUT(hd, mapping_walk_bounded, 240)
 {
 	struct plabel_session_start_args a;
 	long long scans0, scans1, ns0, ns1;
