@@ -81,13 +81,25 @@ static int plabel_kmem_sysctl(const char *path, long *old, long v)
 	return fclose(f) || !ok ? -1 : 0;
 }
 
+/* Session arguments: CPU samples of the process *pid, the defaults else. */
+static void plabel_kmem_self_args(struct plabel_session_start_args *a,
+				  int32_t *pid)
+{
+	*pid = getpid();
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->target = PLABEL_TARGET_PIDS;
+	a->pids = (uintptr_t)pid;
+	a->npids = 1;
+}
+
 /* MemFree's fall per online CPU while a session with KB rings runs. */
 static int plabel_kmem_ring(long kb)
 {
 	const char *rk = "/proc/sys/kernel/plabel/ring_kb";
 	struct plabel_session_start_args a;
 	long old, before, after, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int32_t pid = getpid();
+	int32_t pid;
 	int fd;
 
 	if (plabel_kmem_sysctl(rk, &old, kb)) {
@@ -95,11 +107,7 @@ static int plabel_kmem_ring(long kb)
 		return 1;
 	}
 	fd = open("/dev/plabel", O_RDONLY | O_CLOEXEC);
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.target = PLABEL_TARGET_PIDS;
-	a.pids = (uintptr_t)&pid;
-	a.npids = 1;
+	plabel_kmem_self_args(&a, &pid);
 	sleep(1);
 	before = plabel_kmem_meminfo_kb("MemFree:");
 	if (fd < 0 || ioctl(fd, PLABEL_IOC_SESSION_START, &a)) {
@@ -127,16 +135,12 @@ static int plabel_kmem_cmp(const void *a, const void *b)
 static double plabel_kmem_start_us(void)
 {
 	struct plabel_session_start_args a;
-	int32_t pid = getpid();
 	struct timespec t0, t1;
 	double us[20];
+	int32_t pid;
 	int i, fd;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.target = PLABEL_TARGET_PIDS;
-	a.pids = (uintptr_t)&pid;
-	a.npids = 1;
+	plabel_kmem_self_args(&a, &pid);
 	for (i = 0; i < 20; i++) {
 		fd = open("/dev/plabel", O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
