@@ -38,8 +38,14 @@
 /* Settled samples are merged in batches of at least this many. */
 #define PLABEL_FOLD_BATCH	16384
 
-/* Merging asks for the merged sample this many held ones ahead. */
-#define PLABEL_FOLD_AHEAD	8
+/*
+ * Merging works out the key of the held sample this many ahead and asks
+ * for its table slot, and for the merged sample of the one half as many
+ * ahead, whose slot is in the cache by then: the lookup that comes to
+ * them finds both there.
+ */
+#define PLABEL_FOLD_AHEAD	16
+#define PLABEL_FOLD_RING	32	/* keys worked out, a power of two */
 
 /* Held samples, by block of this many, have their oldest time noted. */
 #define PLABEL_HELD_BLOCK	4096
@@ -627,10 +633,12 @@ static int add_sample(struct plabel_collect *c,
 	ret = note_names(c, p, r);
 	if (ret)
 		return ret;
-	/* the child may have been added: p moved */
-	p = plabel_procs_get(&c->procs, h->pid);
-	if (!p)
-		return -ENOMEM;
+	/* a THREAD record's child may have been added: p moved */
+	if (r->type == PLABEL_REC_THREAD) {
+		p = plabel_procs_get(&c->procs, h->pid);
+		if (!p)
+			return -ENOMEM;
+	}
 	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
 		defer = 1;
 	/*
@@ -921,13 +929,15 @@ static void agg_hint_set(struct plabel_collect *c, const struct plabel_agg *k,
 	c->agg_hint[k->chain] = (uint32_t)i + 1;
 }
 
-/* Add count samples like k (its count aside), k->nanos with them. */
-static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
-		   uint64_t count)
+/*
+ * Add count samples like k (its count aside), k->nanos with them; h is
+ * agg_hash(k).
+ */
+static int agg_add_hashed(struct plabel_collect *c, const struct plabel_agg *k,
+			  uint64_t h, uint64_t count)
 {
 	struct plabel_agg *a;
 	size_t i, pos = SIZE_MAX;
-	uint64_t h;
 
 	if (k->chain < c->hint_cap && c->agg_hint[k->chain]) {
 		a = &c->aggs[c->agg_hint[k->chain] - 1];
@@ -936,7 +946,6 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 			return 0;
 		}
 	}
-	h = agg_hash(k);
 	while ((i = plabel_itab_next(&c->agg_tab, h, &pos)) != SIZE_MAX) {
 		a = &c->aggs[i];
 		if (agg_same(a, k)) {
@@ -955,6 +964,47 @@ static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
 	agg_hint_set(c, k, c->naggs);
 	plabel_itab_put(&c->agg_tab, h, c->naggs++);
 	return 0;
+}
+
+/* Add count samples like k (its count aside), k->nanos with them. */
+static int agg_add(struct plabel_collect *c, const struct plabel_agg *k,
+		   uint64_t count)
+{
+	return agg_add_hashed(c, k, agg_hash(k), count);
+}
+
+/*
+ * Ask for what agg_add_hashed(c, k, h, ...) reads: the merged sample k's
+ * chain had last, and the table slot of h (first); the merged sample
+ * that slot names, once the slot is in the cache (second). Inlined:
+ * GCC drops the calls of a function whose only effect is a prefetch.
+ */
+static inline __attribute__((always_inline)) void
+agg_prefetch(const struct plabel_collect *c, const struct plabel_agg *k,
+	     uint64_t h, int second)
+{
+	const struct plabel_islot *sl;
+	size_t i, n;
+
+	if (!c->agg_tab.cap)
+		return;
+	i = h & (c->agg_tab.cap - 1);
+	if (!second) {
+		if (k->chain < c->hint_cap && c->agg_hint[k->chain])
+			__builtin_prefetch(c->aggs + c->agg_hint[k->chain] - 1);
+		__builtin_prefetch(&c->agg_tab.slot[i]);
+		return;
+	}
+	/* the first of the slots probed that has h, a few at most */
+	for (n = 0; n < 4; n++, i = (i + 1) & (c->agg_tab.cap - 1)) {
+		sl = &c->agg_tab.slot[i];
+		if (!sl->idx1)
+			return;
+		if (sl->hash == h) {
+			__builtin_prefetch(c->aggs + sl->idx1 - 1);
+			return;
+		}
+	}
 }
 
 /* The record type of held sample s. */
@@ -1018,38 +1068,58 @@ static int sample_key(struct plabel_collect *c,
  * those kept there move up to the first block not read. A failure leaves
  * the samples not merged yet as they were. 0 or -ENOMEM.
  */
+/* A held sample's key worked out ahead, in fold(). */
+struct plabel_fold_key {
+	struct plabel_agg a;
+	uint64_t hash;
+	int kind;	/* sample_key()'s, or 2: kept as it is */
+};
+
+static void fold_key(struct plabel_collect *c, size_t i, int ret,
+		     struct plabel_fold_key *fk)
+{
+	const struct plabel_csample *s = &c->samples[i];
+
+	fk->kind = 2;
+	if (ret || (s->flags & PLABEL_CS_PENDING) || s->time_ns >= c->settled)
+		return;
+	fk->kind = sample_key(c, s, &fk->a);
+	if (fk->kind <= 0)
+		return;
+	fk->hash = agg_hash(&fk->a);
+	agg_prefetch(c, &fk->a, fk->hash, 0);
+}
+
 static int fold(struct plabel_collect *c)
 {
 	size_t end = held_settled_end(c), i, k = c->head, head;
-	struct plabel_agg a;
+	struct plabel_fold_key ring[PLABEL_FOLD_RING], *fk;
 	int ret = plabel_weigh(&c->weigher, held(c), end - c->head,
 			       c->period_ns, c->settled);
 
+	for (i = c->head; i < end && i < c->head + PLABEL_FOLD_AHEAD; i++)
+		fold_key(c, i, ret, &ring[i % PLABEL_FOLD_RING]);
 	for (i = c->head; i < end; i++) {
-		const struct plabel_csample *s = &c->samples[i];
-
-		/* the merged sample a few ahead are likely to go to */
-		if (i + PLABEL_FOLD_AHEAD < end) {
-			uint32_t ch = c->samples[i + PLABEL_FOLD_AHEAD].chain;
-
-			if (ch < c->hint_cap && c->agg_hint[ch])
-				__builtin_prefetch(c->aggs +
-						   c->agg_hint[ch] - 1);
+		if (i + PLABEL_FOLD_AHEAD < end)
+			fold_key(c, i + PLABEL_FOLD_AHEAD, ret,
+				 &ring[(i + PLABEL_FOLD_AHEAD) %
+				       PLABEL_FOLD_RING]);
+		if (i + PLABEL_FOLD_AHEAD / 2 < end) {
+			fk = &ring[(i + PLABEL_FOLD_AHEAD / 2) %
+				   PLABEL_FOLD_RING];
+			if (fk->kind == 1)
+				agg_prefetch(c, &fk->a, fk->hash, 1);
 		}
-
-		if (!ret && !(s->flags & PLABEL_CS_PENDING) &&
-		    s->time_ns < c->settled) {
-			int kind = sample_key(c, s, &a);
-
-			if (!kind)
+		fk = &ring[i % PLABEL_FOLD_RING];
+		if (!fk->kind && !ret)
+			continue;
+		/* (a failure keeps this one and every later one) */
+		if (fk->kind == 1 && !ret) {
+			ret = agg_add_hashed(c, &fk->a, fk->hash, 1);
+			if (!ret)
 				continue;
-			if (kind > 0) {
-				ret = agg_add(c, &a, 1);
-				if (!ret)
-					continue;
-			}
 		}
-		c->samples[k++] = *s;
+		c->samples[k++] = c->samples[i];
 	}
 	/* the kept ones, k - head of them, end where the others start */
 	head = end - (k - c->head);
