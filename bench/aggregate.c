@@ -6,7 +6,7 @@
  *   aggregate [--samples N[,N..]] [--stacks K] [--cpus C] [--hz HZ]
  *             [--idle-cpus I [--no-sync]] [--lag-ms MS]
  *             [--finish [--out PREFIX]]
- *             [--map FILE]
+ *             [--map FILE] [--write FILE]
  *
  * For each N (default 1000000,100000000) a child process of its own
  * builds a stream of N fp samples over the same K distinct stacks
@@ -50,6 +50,10 @@
  * 1 MiB from file offset 4096), not this program's text: two builds of
  * the collector then get the same stream, and their profiles can be
  * compared byte for byte.
+ *
+ * With --write (and one N) the stream is written to FILE instead of
+ * fed, buffer after buffer, for bench/ingest to feed to other builds of
+ * the collector; printed: written N.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +87,7 @@ struct agg_cfg {
 	int finish;
 	const char *out;	/* prefix of the profiles written, or NULL */
 	const char *map;	/* the mapping's file, or NULL: ours */
+	const char *write;	/* where to write the stream, or NULL */
 };
 
 /* The stream being made: one buffer of whole records at a time. */
@@ -329,6 +334,30 @@ static void agg_label(char *out, size_t size, uint64_t n)
 		snprintf(out, size, "%llu", (unsigned long long)n);
 }
 
+/* --write: the stream to cfg->write, buffer after buffer. 0 or 1. */
+static int agg_write(const struct agg_cfg *cfg, struct agg_gen *g)
+{
+	FILE *f = fopen(cfg->write, "w");
+
+	if (!f) {
+		fprintf(stderr, "aggregate: %s: %s\n", cfg->write,
+			strerror(errno));
+		return 1;
+	}
+	do {
+		agg_fill(g);
+		if (fwrite(g->buf, 1, g->len, f) != g->len)
+			break;
+		g->len = 0;
+	} while (g->made < cfg->samples);
+	if (fclose(f) || g->len) {
+		fprintf(stderr, "aggregate: %s: write failed\n", cfg->write);
+		return 1;
+	}
+	printf("written %llu\n", (unsigned long long)g->made);
+	return 0;
+}
+
 /* The child: one stream of cfg->samples samples through the collector. */
 static int agg_run(const struct agg_cfg *cfg)
 {
@@ -365,6 +394,8 @@ static int agg_run(const struct agg_cfg *cfg)
 		return 1;
 	}
 	agg_preamble(&g);
+	if (cfg->write)
+		return agg_write(cfg, &g);
 	do {
 		agg_fill(&g);
 		c0 = agg_thread_cpu();
@@ -479,6 +510,8 @@ int main(int argc, char **argv)
 
 		else if (!strcmp(argv[i], "--map"))
 			cfg.map = argv[++i];
+		else if (!strcmp(argv[i], "--write"))
+			cfg.write = argv[++i];
 		else if (!strcmp(argv[i], "--out"))
 			cfg.out = argv[++i];
 		else if (!strcmp(argv[i], "--lag-ms"))
@@ -486,6 +519,8 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
+	if (cfg.write && strchr(counts, ','))
+		goto usage;
 	if (!cfg.stacks || cfg.stacks > 16384 || !cfg.cpus || !cfg.hz ||
 	    cfg.hz > 1000000 || cfg.idle > 4096 || cfg.cpus > 4096)
 		goto usage;
@@ -547,6 +582,6 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I [--no-sync]] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE]\n");
+	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I [--no-sync]] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE] [--write FILE, one N]\n");
 	return 2;
 }

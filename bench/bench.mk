@@ -20,6 +20,7 @@ BENCH_SHARES_GO	:= $(BENCH_DIR)/shares_go
 BENCH_KMEM	:= $(BENCH_DIR)/kmem
 BENCH_READER	:= $(BENCH_DIR)/reader
 BENCH_AGGREGATE	:= $(BENCH_DIR)/aggregate
+BENCH_INGEST	:= $(BENCH_DIR)/ingest
 BENCH_HEAP	:= $(BENCH_DIR)/heap
 BENCH_KERNEL	?= 6.1
 BENCH_REPS	?= 3
@@ -45,18 +46,19 @@ $(BENCH_SHARES_GO): bench/shares_go/main.go
 	cd bench/shares_go && GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local \
 		go build -o $(CURDIR)/$@ .
 
-$(BENCH_READER) $(BENCH_AGGREGATE): $(BENCH_DIR)/%: bench/%.c $(TOOLS_LIB) $(TOOLS_HDRS)
+$(BENCH_READER) $(BENCH_AGGREGATE) $(BENCH_INGEST): $(BENCH_DIR)/%: bench/%.c $(TOOLS_LIB) $(TOOLS_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -Itools -o $@ $< $(TOOLS_LIB) $(TOOLS_LDLIBS)
 
 BENCH_BINS	:= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
 		   $(BENCH_SHARES_GO) \
-		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE) $(BENCH_HEAP)
+		   $(BENCH_KMEM) $(BENCH_READER) $(BENCH_AGGREGATE) $(BENCH_HEAP) \
+		   $(BENCH_INGEST)
 
 # The C programs build with everything else, so -Werror catches them early.
 ALL_TARGETS	+= $(BENCH_SPIN) $(BENCH_PINGPONG) $(BENCH_SHARES) \
 		   $(BENCH_KMEM) $(BENCH_READER) \
-		   $(BENCH_AGGREGATE) $(BENCH_HEAP)
+		   $(BENCH_AGGREGATE) $(BENCH_HEAP) $(BENCH_INGEST)
 
 .PHONY: bench bench-bins
 bench-bins: $(BENCH_BINS) $(BENCH_LABEL) $(BENCH_LABEL_BASE) $(PLABEL_BIN) $(LIB_SO) $(HEAP_LIB) kmods

@@ -113,6 +113,50 @@ for run in 10khz 99hz 10khz_idle; do
 		"$O/aggregate_$run.txt" >>"$R"
 done
 
+# --- 4d. ingest against the same-run anchor ----------------------------------
+# bench/ingest, built against today's collector and against the one the
+# reader had when the ingest goal was set (bench/anchor.sh, from the
+# history), feeds both the same stream file, as record does (2 s margin),
+# one build after the other, INGEST_REPS times (default 5); the best of
+# each counts. Two streams of 4 M samples (6.25 s at 10 kHz on 64 CPUs,
+# so that the anchor merges what its 2 s margin passes, as record did):
+# aggregate's (the goal's 10000 stacks, each in one thread with one label
+# set) and reader's (300 stacks, each run by 16 threads under 8 label
+# sets: with the threads as labels, 16 x 8 merged samples a stack).
+log "ingest against the anchor"
+if bench/anchor.sh $B/ingest_anchor; then
+	for st in aggregate reader; do
+		f=$O/ingest_$st.bin
+		case $st in
+		aggregate) $B/aggregate --samples 4000000 --write "$f" >/dev/null ;;
+		reader) mkdir -p "$O/ingest_reader" &&
+			$B/reader --mode fp --samples 4000000 \
+				--out "$O/ingest_reader" >/dev/null &&
+			mv "$O/ingest_reader/stream.bin" "$f" ;;
+		esac
+		for i in $(seq "${INGEST_REPS:-5}"); do
+			for b in anchor today; do
+				exe=$B/ingest_anchor
+				[ $b = today ] && exe=$B/ingest
+				$exe "$f" --reps 1 |
+					awk -v k="ingest.$st.$b" \
+						'$1 == "ingest_samples_per_cpu_sec" { print k, $2 }'
+			done
+		done >"$O/ingest_$st.txt"
+		rm -f "$f"
+		awk -v st=$st '
+			{ if ($2 > best[$1]) best[$1] = $2 }
+			END {
+				a = best["ingest." st ".anchor"]; t = best["ingest." st ".today"]
+				print "ingest." st ".anchor", a
+				print "ingest." st ".today", t
+				if (a > 0) printf "ingest.%s.today_vs_anchor %.2f\n", st, t / a
+			}' "$O/ingest_$st.txt" >>"$R"
+	done
+else
+	log "no anchor: the ingest comparison is left out"
+fi
+
 # --- 4c. heap sampling off: ns per malloc/free pair on the host -------------
 # bench/heap (4 threads, small blocks) with glibc alone, with
 # libplabel-heap.so preloaded and no module (sampling off: the goal is at
