@@ -51,9 +51,9 @@
  * the collector then get the same stream, and their profiles can be
  * compared byte for byte.
  *
- * With --write (and one N) the stream is written to FILE instead of
- * fed, buffer after buffer, for bench/ingest to feed to other builds of
- * the collector; printed: written N.
+ * With --write (one N, no --finish) the stream is written to FILE
+ * instead of fed, buffer after buffer, for bench/ingest to feed to other
+ * builds of the collector; printed: written N.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -355,6 +355,7 @@ static int agg_write(const struct agg_cfg *cfg, struct agg_gen *g)
 		return 1;
 	}
 	printf("written %llu\n", (unsigned long long)g->made);
+	fflush(stdout);
 	return 0;
 }
 
@@ -519,7 +520,7 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (cfg.write && strchr(counts, ','))
+	if (cfg.write && (strchr(counts, ',') || cfg.finish || cfg.out))
 		goto usage;
 	if (!cfg.stacks || cfg.stacks > 16384 || !cfg.cpus || !cfg.hz ||
 	    cfg.hz > 1000000 || cfg.idle > 4096 || cfg.cpus > 4096)
@@ -582,6 +583,6 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I [--no-sync]] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE] [--write FILE, one N]\n");
+	fprintf(stderr, "usage: aggregate [--samples N[,N..]] [--stacks K (<= 16384)] [--cpus C] [--hz HZ] [--idle-cpus I [--no-sync]] [--lag-ms MS] [--finish [--out PREFIX]] [--map FILE] [--write FILE (one N, no --finish)]\n");
 	return 2;
 }

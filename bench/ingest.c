@@ -5,8 +5,9 @@
  *
  *   ingest STREAM [--settle-lag-ms MS] [--reps R]
  *
- * The stream (bench/reader writes one) is read into memory first, then
- * fed R times (default 3), each time to a collector of its own, as
+ * The stream (bench/reader and bench/aggregate --write make them) is
+ * read into memory first, then
+ * fed R times (default 3), each time to a collector of its own, much as
  * `plabel record` feeds what read() gives: 256 KiB of whole records at a
  * time, each buffer followed by the time before which every record is in,
  * the newest sample's time less MS (default 2000, record's margin; 0
@@ -70,17 +71,40 @@ static size_t ing_whole(const uint8_t *buf, size_t len, size_t cap,
 	return used;
 }
 
+/*
+ * Whether s[0, len) is whole records of at most ING_CHUNK bytes; if not,
+ * *bad is the offset of the first that is not.
+ */
+static int ing_check(const uint8_t *s, size_t len, size_t *bad)
+{
+	uint64_t newest = 0;
+	size_t off = 0, used;
+
+	while (off < len) {
+		used = ing_whole(s + off, len - off, ING_CHUNK, &newest);
+		if (!used) {
+			*bad = off;
+			return 0;
+		}
+		off += used;
+	}
+	return 1;
+}
+
 /* One rep: samples per CPU-second, or a negative errno. */
 static double ing_rep(const uint8_t *s, size_t len, uint64_t lag_ns,
 		      struct plabel_collect_stats *st)
 {
 	struct plabel_syms *syms = plabel_syms_new();
-	struct plabel_collect *col = syms ? plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS) : NULL;
+	struct plabel_collect *col = NULL;
 	uint64_t newest = 0;
 	size_t off = 0, used;
 	double c0, c1;
 	int ret = 0;
 
+	/* the threads as labels, as record has them */
+	if (syms)
+		col = plabel_collect_new(syms, PLABEL_COLLECT_PID_LABELS);
 	if (!col) {
 		plabel_syms_free(syms);
 		return -ENOMEM;
@@ -88,10 +112,6 @@ static double ing_rep(const uint8_t *s, size_t len, uint64_t lag_ns,
 	c0 = ing_cpu();
 	while (off < len && !ret) {
 		used = ing_whole(s + off, len - off, ING_CHUNK, &newest);
-		if (!used) {
-			ret = -EINVAL;
-			break;
-		}
 		ret = plabel_collect_buffer(col, s + off, used);
 		if (!ret)
 			ret = plabel_collect_settled(col, newest > lag_ns ?
@@ -114,18 +134,23 @@ int main(int argc, char **argv)
 	unsigned long reps = 3, i;
 	double best = 0, r;
 	const char *path = NULL;
+	unsigned long long ms;
 	uint8_t *s;
 	struct stat sb;
 	ssize_t n;
-	size_t got = 0;
+	size_t got = 0, bad;
 	int fd, a;
 	char *end;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--settle-lag-ms") && a + 1 < argc) {
-			lag_ns = strtoull(argv[++a], &end, 10) * 1000000ULL;
-			if (*end)
+			a++;
+			errno = 0;
+			ms = strtoull(argv[a], &end, 10);
+			if (argv[a][0] < '0' || argv[a][0] > '9' || *end ||
+			    errno || ms > 3600000)
 				goto usage;
+			lag_ns = ms * 1000000ULL;
 		} else if (!strcmp(argv[a], "--reps") && a + 1 < argc) {
 			reps = strtoul(argv[++a], &end, 10);
 			if (*end || !reps || reps > 100)
@@ -143,9 +168,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ingest: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	s = malloc(sb.st_size ? sb.st_size : 1);
+	if (!S_ISREG(sb.st_mode) || !sb.st_size) {
+		fprintf(stderr, "ingest: %s: not a stream file, or empty\n",
+			path);
+		close(fd);
+		return 1;
+	}
+	s = malloc(sb.st_size);
 	if (!s) {
 		fprintf(stderr, "ingest: %s: out of memory\n", path);
+		close(fd);
 		return 1;
 	}
 	while (got < (size_t)sb.st_size &&
@@ -154,6 +186,13 @@ int main(int argc, char **argv)
 	close(fd);
 	if (got != (size_t)sb.st_size) {
 		fprintf(stderr, "ingest: %s: short read\n", path);
+		free(s);
+		return 1;
+	}
+	if (!ing_check(s, got, &bad)) {
+		fprintf(stderr, "ingest: %s: at byte %zu: a truncated, bad or "
+			"over %u-byte record\n", path, bad, ING_CHUNK);
+		free(s);
 		return 1;
 	}
 	for (i = 0; i < reps; i++) {
@@ -161,6 +200,7 @@ int main(int argc, char **argv)
 		if (r < 0) {
 			fprintf(stderr, "ingest: %s: %s\n", path,
 				strerror((int)-r));
+			free(s);
 			return 1;
 		}
 		if (!i)

@@ -128,11 +128,11 @@ END {
 			g("aggregate." rates[q] ".rss_goal_met"), g("aggregate." rates[q] ".ingest_vs_goal")
 	print ""
 
-	print "4d. ingest: the collector today against the one of the goal (same stream, same run, best of 5)"
+	print "4d. ingest: the collector today against the one of the goal (same stream, same run, best of " g("ingest.reps") ")"
 	print "   stream (4 M samples)                      anchor/CPU-s  today/CPU-s  today / anchor (goal >= 1)"
 	printf "   %-42s %12s %12s %s\n", "aggregate: 10000 stacks, one thread each", \
 		g("ingest.aggregate.anchor"), g("ingest.aggregate.today"), g("ingest.aggregate.today_vs_anchor")
-	printf "   %-42s %12s %12s %s\n", "reader: 300 stacks x 16 threads x 8 sets", \
+	printf "   %-42s %12s %12s %s\n", "reader: 225 stacks x 16 threads x 8 sets", \
 		g("ingest.reader.anchor"), g("ingest.reader.today"), g("ingest.reader.today_vs_anchor")
 	print ""
 

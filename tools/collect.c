@@ -45,7 +45,7 @@
  * them finds both there.
  */
 #define PLABEL_FOLD_AHEAD	16
-#define PLABEL_FOLD_RING	32	/* keys worked out, a power of two */
+#define PLABEL_FOLD_RING	32	/* keys worked out and not used yet */
 
 /* Held samples, by block of this many, have their oldest time noted. */
 #define PLABEL_HELD_BLOCK	4096
@@ -1061,13 +1061,6 @@ static int sample_key(struct plabel_collect *c,
 	return ret;
 }
 
-/*
- * Merge the samples stamped before c->settled, whose generation can no
- * longer change; keep the others (later ones, snapshots still to unwind)
- * in arrival order. Only the blocks that can hold such samples are read:
- * those kept there move up to the first block not read. A failure leaves
- * the samples not merged yet as they were. 0 or -ENOMEM.
- */
 /* A held sample's key worked out ahead, in fold(). */
 struct plabel_fold_key {
 	struct plabel_agg a;
@@ -1075,6 +1068,13 @@ struct plabel_fold_key {
 	int kind;	/* sample_key()'s, or 2: kept as it is */
 };
 
+_Static_assert(PLABEL_FOLD_RING > PLABEL_FOLD_AHEAD,
+	       "the ring holds every key worked out and not used yet");
+
+/*
+ * The key of held sample i in *fk, its memory asked for; ret is fold()'s
+ * so far: after a failure, every sample is kept as it is.
+ */
 static void fold_key(struct plabel_collect *c, size_t i, int ret,
 		     struct plabel_fold_key *fk)
 {
@@ -1090,6 +1090,13 @@ static void fold_key(struct plabel_collect *c, size_t i, int ret,
 	agg_prefetch(c, &fk->a, fk->hash, 0);
 }
 
+/*
+ * Merge the samples stamped before c->settled, whose generation can no
+ * longer change; keep the others (later ones, snapshots still to unwind)
+ * in arrival order. Only the blocks that can hold such samples are read:
+ * those kept there move up to the first block not read. A failure leaves
+ * the samples not merged yet as they were. 0 or -ENOMEM.
+ */
 static int fold(struct plabel_collect *c)
 {
 	size_t end = held_settled_end(c), i, k = c->head, head;
