@@ -48,7 +48,8 @@
  * result back. The state log and the read buffer are the reader's alone.
  * A suspended connection is resumed once its result is there, with the
  * lock dropped (serve_answer()); all are resumed before the daemon stops,
- * as the library asks.
+ * as the library asks. srv->syms_lock guards only which struct
+ * plabel_syms new windows take (serve_syms()); that struct locks itself.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -102,11 +103,22 @@
 #define PLABEL_SERVE_LATE_NS	10000000000ULL
 #define PLABEL_SERVE_POLL_MS	250
 /*
- * Threads building profiles: each window has its own collector and
- * symbols, so they build side by side, and a window whose programs take
- * long to symbolize does not hold up the others' answers.
+ * Threads building profiles: each window has its own collector, so they
+ * build side by side, and a window whose programs take long to
+ * symbolize holds up the others' answers only while it reads a file
+ * they need too.
  */
 #define PLABEL_SERVE_FINISHERS	4
+/*
+ * The windows share the files they symbolize with (libdw's reading of a
+ * file's symbols and debug info is most of what a scrape costs), through
+ * one struct plabel_syms at a time; a window opened once it is this old,
+ * or has named this many files, starts a fresh one, and the old one goes
+ * with its last window: files of processes gone, and the kernel's
+ * modules loaded since, do not stay for the server's life.
+ */
+#define PLABEL_SERVE_SYMS_NS	(600ULL * 1000000000ULL)
+#define PLABEL_SERVE_SYMS_FILES	1024
 #define PLABEL_SERVE_PRUNE_NS	10000000000ULL
 /* bytes of THREAD records kept for threadcreate; then the oldest half go */
 #define PLABEL_SERVE_THREAD_LOG	(32U << 20)
@@ -385,6 +397,9 @@ struct serve {
 	int fd;
 	int wake[2];		/* the reader's: a new window, or stop */
 	pthread_mutex_t lock;
+	pthread_mutex_t syms_lock;	/* syms and syms_ns (their own) */
+	struct plabel_syms *syms;	/* what new windows symbolize with */
+	uint64_t syms_ns;		/* when it was started */
 	pthread_cond_t cond;	/* the finisher: a window is ready, or stop */
 	pthread_cond_t gone;	/* main: a request ended */
 	struct serve_win *open;	/* fed by the reader */
@@ -1808,13 +1823,35 @@ static enum MHD_Result serve_goroutine(struct serve *srv,
 			   NULL);
 }
 
-/* A window with its own symbols and collector, or NULL. */
+/* The windows' shared symbols, a reference for a new one, or NULL. */
+static struct plabel_syms *serve_syms(struct serve *srv)
+{
+	uint64_t now = serve_now_ns();
+	struct plabel_syms *s = NULL;
+
+	pthread_mutex_lock(&srv->syms_lock);
+	if (!srv->syms || now - srv->syms_ns >= PLABEL_SERVE_SYMS_NS ||
+	    plabel_syms_files(srv->syms) >= PLABEL_SERVE_SYMS_FILES) {
+		s = plabel_syms_new();
+		if (s) {
+			plabel_syms_share(s);
+			plabel_syms_free(srv->syms);
+			srv->syms = s;
+			srv->syms_ns = now;
+		}
+	}
+	s = srv->syms ? plabel_syms_get(srv->syms) : NULL;
+	pthread_mutex_unlock(&srv->syms_lock);
+	return s;
+}
+
+/* A window with its own collector, or NULL. */
 static struct serve_win *serve_win_new(struct serve *srv)
 {
 	struct serve_win *w = calloc(1, sizeof(*w));
 
 	if (w)
-		w->syms = plabel_syms_new();
+		w->syms = serve_syms(srv);
 	if (w && w->syms)
 		w->col = plabel_collect_new(w->syms, PLABEL_COLLECT_PROC_MAPS |
 					    PLABEL_COLLECT_PID_LABELS |
@@ -2428,6 +2465,7 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->t0_ns = serve_now_ns();
 	srv->wall0_ns = serve_wall_ns();
 	pthread_mutex_init(&srv->lock, NULL);
+	pthread_mutex_init(&srv->syms_lock, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	pthread_cond_init(&srv->gone, NULL);
 	if (cfg->check_peer) {
@@ -2534,8 +2572,10 @@ out:
 	serve_log_free(&srv->log);
 	free(srv->rbuf);
 	free(srv->sbuf);
+	plabel_syms_free(srv->syms);
 	pthread_cond_destroy(&srv->gone);
 	pthread_cond_destroy(&srv->cond);
+	pthread_mutex_destroy(&srv->syms_lock);
 	pthread_mutex_destroy(&srv->lock);
 	return status;
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -61,6 +62,19 @@ struct plabel_ksym {
 };
 
 struct plabel_syms {
+	/*
+	 * Shared (plabel_syms_share()): list_lock is held for the list of
+	 * files and refs (which counts the holders, shared or not), briefly:
+	 * the reader names files under it while others symbolize. lock is
+	 * held for each file's first read and the libdw, PLT and kallsyms
+	 * lookups (recursive: they call each other); what a first read sets
+	 * is read without it after.
+	 */
+	pthread_mutex_t list_lock;
+	pthread_mutex_t lock;
+	int shared;
+	unsigned int refs;
+	size_t nelfs;
 	struct plabel_elf *elfs;
 	uint64_t copied;	/* bytes of the private copies of files */
 	uint64_t copy_limit;	/* PLABEL_ELF_COPY_TOTAL unless a test says */
@@ -200,10 +214,64 @@ static const Dwfl_Callbacks plabel_dwfl_cb = {
 struct plabel_syms *plabel_syms_new(void)
 {
 	struct plabel_syms *s = calloc(1, sizeof(struct plabel_syms));
+	pthread_mutexattr_t a;
 
-	if (s)
-		s->copy_limit = PLABEL_ELF_COPY_TOTAL;
+	if (!s)
+		return NULL;
+	if (pthread_mutexattr_init(&a)) {
+		free(s);
+		return NULL;
+	}
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	if (pthread_mutex_init(&s->lock, &a)) {
+		pthread_mutexattr_destroy(&a);
+		free(s);
+		return NULL;
+	}
+	pthread_mutexattr_destroy(&a);
+	if (pthread_mutex_init(&s->list_lock, NULL)) {
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return NULL;
+	}
+	s->copy_limit = PLABEL_ELF_COPY_TOTAL;
+	s->refs = 1;
 	return s;
+}
+
+void plabel_syms_share(struct plabel_syms *s)
+{
+	s->shared = 1;
+}
+
+struct plabel_syms *plabel_syms_get(struct plabel_syms *s)
+{
+	pthread_mutex_lock(&s->list_lock);
+	s->refs++;
+	pthread_mutex_unlock(&s->list_lock);
+	return s;
+}
+
+static void syms_lock(struct plabel_syms *s)
+{
+	if (s->shared)
+		pthread_mutex_lock(&s->lock);
+}
+
+static void syms_unlock(struct plabel_syms *s)
+{
+	if (s->shared)
+		pthread_mutex_unlock(&s->lock);
+}
+
+size_t plabel_syms_files(struct plabel_syms *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->list_lock);
+	n = s->nelfs;
+	pthread_mutex_unlock(&s->list_lock);
+	return n;
 }
 
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)
@@ -236,10 +304,18 @@ static void plabel_elf_free(struct plabel_elf *e)
 void plabel_syms_free(struct plabel_syms *s)
 {
 	struct plabel_elf *e, *next;
+	unsigned int refs;
 	size_t i;
 
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->list_lock);
+	refs = --s->refs;
+	pthread_mutex_unlock(&s->list_lock);
+	if (refs)
+		return;
+	pthread_mutex_destroy(&s->list_lock);
+	pthread_mutex_destroy(&s->lock);
 	for (e = s->elfs; e; e = next) {
 		next = e->next;
 		plabel_elf_free(e);
@@ -484,13 +560,38 @@ static int plabel_elf_open(struct plabel_elf *e)
 	return 0;
 }
 
-struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
+/* Whether a and b are the same version of a file. */
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path)
 {
 	struct plabel_elf *e;
+	struct stat now;
+	int bad;
 
-	for (e = s->elfs; e; e = e->next)
-		if (!strcmp(e->path, path))
-			return e->state != PLABEL_ELF_BAD ? e : NULL;
+	/*
+	 * Shared, s outlives the processes that named a file: a file
+	 * replaced since (an upgrade) is named anew, newest first, and the
+	 * old entry stays for those who hold it.
+	 */
+	for (e = s->elfs; e; e = e->next) {
+		/* (its first read may be setting state meanwhile) */
+		int ok = __atomic_load_n(&e->state, __ATOMIC_RELAXED) !=
+			 PLABEL_ELF_BAD;
+
+		if (strcmp(e->path, path))
+			continue;
+		if (s->shared && (stat(path, &now) ? ok :
+				  !same_file(&now, &e->seen)))
+			break;
+		return ok ? e : NULL;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -501,27 +602,52 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 		return NULL;
 	}
 	/* only looked at: reading it waits for the first question */
-	e->state = stat(path, &e->seen) || !S_ISREG(e->seen.st_mode) ||
+	bad = stat(path, &e->seen);
+	if (bad)
+		memset(&e->seen, 0, sizeof(e->seen));
+	e->state = bad || !S_ISREG(e->seen.st_mode) ||
 		   e->seen.st_size <= 0 ||
 		   (uint64_t)e->seen.st_size > PLABEL_ELF_MAX_SIZE ?
 		   PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
 	e->next = s->elfs;
 	s->elfs = e;
+	s->nelfs++;
 	return e->state != PLABEL_ELF_BAD ? e : NULL;
 }
 
-/* Read the file on first use. 0, or -ENOEXEC when it can't be. */
+struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
+{
+	struct plabel_elf *e;
+
+	if (s->shared)
+		pthread_mutex_lock(&s->list_lock);
+	e = syms_elf(s, path);
+	if (s->shared)
+		pthread_mutex_unlock(&s->list_lock);
+	return e;
+}
+
+/*
+ * Read the file on first use. 0, or -ENOEXEC when it can't be. Shared,
+ * under the lock: what it sets is read after, without it.
+ */
 static int plabel_elf_load(struct plabel_elf *e)
 {
+	int ret;
+
+	syms_lock(e->owner);
 	if (e->state == PLABEL_ELF_SEEN) {
-		e->state = plabel_elf_open(e) ? PLABEL_ELF_BAD :
-						PLABEL_ELF_LOADED;
+		__atomic_store_n(&e->state, plabel_elf_open(e) ?
+				 PLABEL_ELF_BAD : PLABEL_ELF_LOADED,
+				 __ATOMIC_RELAXED);
 		if (e->state == PLABEL_ELF_BAD && e->dwfl) {
 			dwfl_end(e->dwfl);
 			e->dwfl = NULL;
 		}
 	}
-	return e->state == PLABEL_ELF_LOADED ? 0 : -ENOEXEC;
+	ret = e->state == PLABEL_ELF_LOADED ? 0 : -ENOEXEC;
+	syms_unlock(e->owner);
+	return ret;
 }
 
 const char *plabel_elf_build_id(struct plabel_elf *e)
@@ -717,7 +843,7 @@ static const char *die_name(Dwarf_Die *d)
 	return dwarf_diename(d);
 }
 
-int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
+static int elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			 struct plabel_sym_frame *frames, int max)
 {
 	Dwarf_Addr addr = vaddr + e->mod_bias, cubias = 0;
@@ -808,6 +934,17 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 	return n;
 }
 
+int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
+			 struct plabel_sym_frame *frames, int max)
+{
+	int ret;
+
+	syms_lock(e->owner);
+	ret = elf_symbolize(e, vaddr, frames, max);
+	syms_unlock(e->owner);
+	return ret;
+}
+
 static int ksym_cmp(const void *a, const void *b)
 {
 	const struct plabel_ksym *x = a, *y = b;
@@ -857,7 +994,7 @@ static void kallsyms_read(struct plabel_syms *s)
 		      ksym_cmp);
 }
 
-const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
+static const char *syms_kernel(struct plabel_syms *s, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
@@ -876,6 +1013,16 @@ const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
 			hi = mid;
 	}
 	return s->ksyms[lo].name;
+}
+
+const char *plabel_syms_kernel(struct plabel_syms *s, uint64_t addr)
+{
+	const char *ret;
+
+	syms_lock(s);
+	ret = syms_kernel(s, addr);
+	syms_unlock(s);
+	return ret;
 }
 
 void plabel_maps_free(struct plabel_map *maps, size_t n)
@@ -1135,7 +1282,7 @@ static int plt_read(struct plabel_elf *e)
 	return ret;
 }
 
-const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
+static const char *elf_plt(struct plabel_elf *e, uint64_t vaddr)
 {
 	size_t lo = 0, hi;
 
@@ -1153,4 +1300,14 @@ const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
 			return e->plt[mid].name;
 	}
 	return NULL;
+}
+
+const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
+{
+	const char *ret;
+
+	syms_lock(e->owner);
+	ret = elf_plt(e, vaddr);
+	syms_unlock(e->owner);
+	return ret;
 }

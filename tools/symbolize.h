@@ -33,7 +33,19 @@ struct plabel_sym_frame {
 #define PLABEL_SYM_MAX_FRAMES	16
 
 struct plabel_syms *plabel_syms_new(void);
+/* Drops a holder's reference (plabel_syms_new() gives one): the last frees. */
 void plabel_syms_free(struct plabel_syms *s);
+/*
+ * For use by several threads at once, from now on: before any other
+ * thread has s. A file named again after it was replaced (another inode,
+ * size or mtime) is then named anew, as s outlives the processes that
+ * mapped it.
+ */
+void plabel_syms_share(struct plabel_syms *s);
+/* One more holder's reference: s, for plabel_syms_free(). */
+struct plabel_syms *plabel_syms_get(struct plabel_syms *s);
+/* How many files s has named. */
+size_t plabel_syms_files(struct plabel_syms *s);
 /*
  * The most the private copies of files others can write may take in all
  * (default 2 GiB); files past it stay unsymbolized. For tests.

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,105 @@ TEST(files_are_read_when_asked_and_only_if_unchanged)
 	unlink(replaced);
 	unlink(text);
 	rmdir(dir);
+}
+
+TEST(shared_names_a_replaced_file_anew)
+{
+	char dir[] = "/tmp/plabel-sym-XXXXXX", path[64], tmp[64];
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_elf *first, *again;
+	uint64_t bias;
+
+	ASSERT_NE(NULL, syms);
+	plabel_syms_share(syms);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	ASSERT_EQ(0, copy_self(path));
+	first = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, first);
+	EXPECT_EQ(first, plabel_syms_elf(syms, path));
+	EXPECT_EQ(1, plabel_syms_files(syms));
+
+	/* an upgrade renamed over it: later windows get the new file */
+	ASSERT_EQ(0, copy_self(tmp));
+	ASSERT_EQ(0, rename(tmp, path));
+	again = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, again);
+	EXPECT_NE(first, again);
+	EXPECT_EQ(again, plabel_syms_elf(syms, path));
+	EXPECT_EQ(2, plabel_syms_files(syms));
+	EXPECT_EQ(0, plabel_elf_bias(again, 0x400000, 0, &bias));
+	EXPECT_NE(NULL, plabel_elf_build_id(again));
+	/* who holds the old one gets what a replaced file gets */
+	EXPECT_TRUE(answers_unknown(first));
+
+	/* gone, then back */
+	ASSERT_EQ(0, unlink(path));
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, path));
+	EXPECT_EQ(NULL, plabel_syms_elf(syms, path));
+	EXPECT_EQ(3, plabel_syms_files(syms));
+	ASSERT_EQ(0, copy_self(path));
+	again = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, again);
+	EXPECT_NE(NULL, plabel_elf_build_id(again));
+	EXPECT_EQ(4, plabel_syms_files(syms));
+
+	/* each holder's reference: the last one frees */
+	EXPECT_EQ(syms, plabel_syms_get(syms));
+	plabel_syms_free(syms);
+	EXPECT_EQ(again, plabel_syms_elf(syms, path));
+	plabel_syms_free(syms);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* One of the threads of shared_from_threads: 0, or the check failed. */
+static void *sym_thread(void *arg)
+{
+	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
+	struct plabel_syms *syms = arg;
+	uint64_t ra = (uintptr_t)plabel_sym_outer();
+	int n, ok = 1;
+
+	n = sym_self(syms, ra - 1, fr, NULL);
+	ok &= n == 2 && fr[1].function &&
+	      !strcmp(fr[1].function, "plabel_sym_outer") &&
+	      fr[1].line == plabel_sym_outer_line;
+	n = sym_self(syms, (uintptr_t)qsort + 4, fr, NULL);
+	ok &= n >= 1 && fr[n - 1].function &&
+	      !strcmp(fr[n - 1].function, "qsort");
+	plabel_syms_kernel(syms, 0);
+	plabel_syms_free(syms);
+	return ok ? NULL : (void *)1;
+}
+
+/*
+ * What plabel serve's windows do: symbolize with one struct plabel_syms
+ * from several threads at once, each holding a reference. Fresh each
+ * round, so that the threads race to read the files first.
+ */
+TEST(shared_from_threads)
+{
+	pthread_t th[4];
+	void *res;
+	int r, i, failed = 0;
+
+	for (r = 0; r < 20; r++) {
+		struct plabel_syms *syms = plabel_syms_new();
+
+		ASSERT_NE(NULL, syms);
+		plabel_syms_share(syms);
+		for (i = 0; i < 4; i++)
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, sym_thread,
+						    plabel_syms_get(syms)));
+		plabel_syms_free(syms);
+		for (i = 0; i < 4; i++) {
+			ASSERT_EQ(0, pthread_join(th[i], &res));
+			failed += res != NULL;
+		}
+	}
+	EXPECT_EQ(0, failed);
 }
 
 TEST(elf_bias_and_read)
