@@ -105,20 +105,23 @@
 /*
  * Threads building profiles: each window has its own collector, so they
  * build side by side, and a window whose programs take long to
- * symbolize holds up the others' answers only while it reads a file
- * they need too.
+ * symbolize holds up the others only while they need a file it is
+ * reading or looking up.
  */
 #define PLABEL_SERVE_FINISHERS	4
 /*
  * The windows share the files they symbolize with (libdw's reading of a
  * file's symbols and debug info is most of what a scrape costs), through
  * one struct plabel_syms at a time; a window opened once it is this old,
- * or has named this many files, starts a fresh one, and the old one goes
- * with its last window: files of processes gone, and the kernel's
+ * has named this many files or copied this many bytes of files others
+ * than root can write (half its budget: one user's files must not leave
+ * the others' unsymbolized for long) starts a fresh one, and the old one
+ * goes with its last window: files of processes gone, and the kernel's
  * modules loaded since, do not stay for the server's life.
  */
 #define PLABEL_SERVE_SYMS_NS	(600ULL * 1000000000ULL)
 #define PLABEL_SERVE_SYMS_FILES	1024
+#define PLABEL_SERVE_SYMS_COPIED	(1ULL << 30)
 #define PLABEL_SERVE_PRUNE_NS	10000000000ULL
 /* bytes of THREAD records kept for threadcreate; then the oldest half go */
 #define PLABEL_SERVE_THREAD_LOG	(32U << 20)
@@ -1831,7 +1834,8 @@ static struct plabel_syms *serve_syms(struct serve *srv)
 
 	pthread_mutex_lock(&srv->syms_lock);
 	if (!srv->syms || now - srv->syms_ns >= PLABEL_SERVE_SYMS_NS ||
-	    plabel_syms_files(srv->syms) >= PLABEL_SERVE_SYMS_FILES) {
+	    plabel_syms_files(srv->syms) >= PLABEL_SERVE_SYMS_FILES ||
+	    plabel_syms_copied(srv->syms) >= PLABEL_SERVE_SYMS_COPIED) {
 		s = plabel_syms_new();
 		if (s) {
 			plabel_syms_share(s);

@@ -39,6 +39,13 @@ enum plabel_elf_state {
 struct plabel_elf {
 	struct plabel_elf *next;
 	struct plabel_syms *owner;
+	/*
+	 * Shared, held for the first read and the libdw and PLT lookups;
+	 * recursive, as they call each other. state is stored last, with
+	 * release, so that once it is not SEEN the rest is read without it.
+	 */
+	pthread_mutex_t lock;
+	uint64_t checked_ns;	/* shared: when its identity was last seen */
 	char *path;
 	enum plabel_elf_state state;
 	struct stat seen;	/* the file as first named */
@@ -63,21 +70,21 @@ struct plabel_ksym {
 
 struct plabel_syms {
 	/*
-	 * Shared (plabel_syms_share()): list_lock is held for the list of
-	 * files and refs (which counts the holders, shared or not), briefly:
-	 * the reader names files under it while others symbolize. lock is
-	 * held for each file's first read and the libdw, PLT and kallsyms
-	 * lookups (recursive: they call each other); what a first read sets
-	 * is read without it after.
+	 * Shared (plabel_syms_share()): list_lock is held, briefly, for the
+	 * list of files, refs (which counts the holders, shared or not),
+	 * nelfs and copied: the reader names files under it while others
+	 * symbolize. lock is held for the kallsyms lookup; each file has its
+	 * own.
 	 */
 	pthread_mutex_t list_lock;
 	pthread_mutex_t lock;
 	int shared;
 	unsigned int refs;
-	size_t nelfs;
+	size_t nelfs;		/* files named that could be read */
 	struct plabel_elf *elfs;
 	uint64_t copied;	/* bytes of the private copies of files */
 	uint64_t copy_limit;	/* PLABEL_ELF_COPY_TOTAL unless a test says */
+	uint64_t check_ns;	/* PLABEL_ELF_CHECK_NS unless a test says */
 	int kallsyms_read;
 	struct plabel_ksym *ksyms;
 	size_t nksyms;
@@ -95,6 +102,9 @@ struct plabel_syms {
  * reader copy them without end. Files past it stay unsymbolized.
  */
 #define PLABEL_ELF_COPY_TOTAL	(2ULL << 30)
+
+/* How long a shared struct trusts an identity it saw (see syms_elf()). */
+#define PLABEL_ELF_CHECK_NS	1000000000ULL
 
 /* Separate debug info comes from here alone (see find_debuginfo). */
 static char plabel_debug_dir[] = "/usr/lib/debug";
@@ -211,30 +221,37 @@ static const Dwfl_Callbacks plabel_dwfl_cb = {
 	.debuginfo_path = &plabel_debuginfo_path,
 };
 
+/* A recursive mutex in *m. 0 or an errno. */
+static int recursive_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int ret = pthread_mutexattr_init(&a);
+
+	if (ret)
+		return ret;
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	ret = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return ret;
+}
+
 struct plabel_syms *plabel_syms_new(void)
 {
 	struct plabel_syms *s = calloc(1, sizeof(struct plabel_syms));
-	pthread_mutexattr_t a;
 
 	if (!s)
 		return NULL;
-	if (pthread_mutexattr_init(&a)) {
+	if (pthread_mutex_init(&s->lock, NULL)) {
 		free(s);
 		return NULL;
 	}
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	if (pthread_mutex_init(&s->lock, &a)) {
-		pthread_mutexattr_destroy(&a);
-		free(s);
-		return NULL;
-	}
-	pthread_mutexattr_destroy(&a);
 	if (pthread_mutex_init(&s->list_lock, NULL)) {
 		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return NULL;
 	}
 	s->copy_limit = PLABEL_ELF_COPY_TOTAL;
+	s->check_ns = PLABEL_ELF_CHECK_NS;
 	s->refs = 1;
 	return s;
 }
@@ -264,6 +281,18 @@ static void syms_unlock(struct plabel_syms *s)
 		pthread_mutex_unlock(&s->lock);
 }
 
+static void elf_lock(struct plabel_elf *e)
+{
+	if (e->owner->shared)
+		pthread_mutex_lock(&e->lock);
+}
+
+static void elf_unlock(struct plabel_elf *e)
+{
+	if (e->owner->shared)
+		pthread_mutex_unlock(&e->lock);
+}
+
 size_t plabel_syms_files(struct plabel_syms *s)
 {
 	size_t n;
@@ -274,9 +303,24 @@ size_t plabel_syms_files(struct plabel_syms *s)
 	return n;
 }
 
+uint64_t plabel_syms_copied(struct plabel_syms *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->list_lock);
+	n = s->copied;
+	pthread_mutex_unlock(&s->list_lock);
+	return n;
+}
+
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)
 {
 	s->copy_limit = bytes;
+}
+
+void plabel_syms_set_check_ns(struct plabel_syms *s, uint64_t ns)
+{
+	s->check_ns = ns;
 }
 
 struct plabel_plt {
@@ -298,6 +342,7 @@ static void plabel_elf_free(struct plabel_elf *e)
 	free(e->segs);
 	free(e->build_id);
 	free(e->path);
+	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
 
@@ -483,6 +528,21 @@ static int plabel_elf_copy(int fd, size_t size)
 	return mfd;
 }
 
+/* Room for a private copy of size bytes in s's budget, taken. 0 or 1. */
+static int copy_take(struct plabel_syms *s, uint64_t size)
+{
+	int over;
+
+	if (s->shared)
+		pthread_mutex_lock(&s->list_lock);
+	over = size > s->copy_limit - s->copied;
+	if (!over)
+		s->copied += size;
+	if (s->shared)
+		pthread_mutex_unlock(&s->list_lock);
+	return over;
+}
+
 static int plabel_elf_open(struct plabel_elf *e)
 {
 	struct stat st;
@@ -509,8 +569,7 @@ static int plabel_elf_open(struct plabel_elf *e)
 	 */
 	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
 		mfd = fd;
-	} else if (e->owner && (uint64_t)st.st_size >
-		   e->owner->copy_limit - e->owner->copied) {
+	} else if (copy_take(e->owner, st.st_size)) {
 		close(fd);
 		return -E2BIG;
 	} else {
@@ -518,8 +577,6 @@ static int plabel_elf_open(struct plabel_elf *e)
 		close(fd);
 		if (mfd < 0)
 			return mfd;
-		if (e->owner)
-			e->owner->copied += st.st_size;
 	}
 	e->image_size = st.st_size;
 	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
@@ -569,35 +626,68 @@ static int same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* The most versions of one path a shared struct names (see syms_elf()). */
+#define PLABEL_ELF_MAX_VERSIONS	8
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* e, or NULL when it can't be read (as plabel_syms_elf() says). */
+static struct plabel_elf *elf_if_ok(struct plabel_elf *e)
+{
+	return __atomic_load_n(&e->state, __ATOMIC_RELAXED) != PLABEL_ELF_BAD ?
+	       e : NULL;
+}
+
+/*
+ * The entry of path, named now if it has none. Shared, s outlives the
+ * processes that named a file: a file replaced since (an upgrade) is
+ * named anew, and the old entry stays for those who hold it. The entry
+ * of the file path is now is found among all of its versions (a process
+ * swapping two back and forth adds none), at most PLABEL_ELF_MAX_VERSIONS
+ * of them (past that the file gets no symbols), and an identity seen in
+ * the last s->check_ns is trusted without a stat().
+ */
 static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path)
 {
 	struct plabel_elf *e;
+	uint64_t t = 0;
 	struct stat now;
-	int bad;
+	int bad, nver = 0, have = 0;
 
-	/*
-	 * Shared, s outlives the processes that named a file: a file
-	 * replaced since (an upgrade) is named anew, newest first, and the
-	 * old entry stays for those who hold it.
-	 */
+	if (s->shared) {
+		t = mono_ns();
+		for (e = s->elfs; e; e = e->next)
+			if (e->checked_ns && t - e->checked_ns < s->check_ns &&
+			    !strcmp(e->path, path))
+				return elf_if_ok(e);
+	}
 	for (e = s->elfs; e; e = e->next) {
-		/* (its first read may be setting state meanwhile) */
-		int ok = __atomic_load_n(&e->state, __ATOMIC_RELAXED) !=
-			 PLABEL_ELF_BAD;
-
 		if (strcmp(e->path, path))
 			continue;
-		if (s->shared && (stat(path, &now) ? ok :
-				  !same_file(&now, &e->seen)))
-			break;
-		return ok ? e : NULL;
+		if (!s->shared)
+			return elf_if_ok(e);
+		if (!have++ && stat(path, &now))
+			return NULL;	/* gone: it may come back */
+		if (same_file(&now, &e->seen)) {
+			e->checked_ns = t;
+			return elf_if_ok(e);
+		}
+		if (++nver >= PLABEL_ELF_MAX_VERSIONS)
+			return NULL;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	e->owner = s;
 	e->path = strdup(path);
-	if (!e->path) {
+	if (!e->path || recursive_init(&e->lock)) {
+		free(e->path);
 		free(e);
 		return NULL;
 	}
@@ -609,10 +699,12 @@ static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path)
 		   e->seen.st_size <= 0 ||
 		   (uint64_t)e->seen.st_size > PLABEL_ELF_MAX_SIZE ?
 		   PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
+	e->checked_ns = t;
 	e->next = s->elfs;
 	s->elfs = e;
-	s->nelfs++;
-	return e->state != PLABEL_ELF_BAD ? e : NULL;
+	if (e->state != PLABEL_ELF_BAD)
+		s->nelfs++;
+	return elf_if_ok(e);
 }
 
 struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
@@ -629,25 +721,30 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 
 /*
  * Read the file on first use. 0, or -ENOEXEC when it can't be. Shared,
- * under the lock: what it sets is read after, without it.
+ * the first read is made under the file's lock; what it sets is read
+ * after state says it is done, without it.
  */
 static int plabel_elf_load(struct plabel_elf *e)
 {
-	int ret;
+	enum plabel_elf_state st = __atomic_load_n(&e->state,
+						   __ATOMIC_ACQUIRE);
+	int bad;
 
-	syms_lock(e->owner);
-	if (e->state == PLABEL_ELF_SEEN) {
-		__atomic_store_n(&e->state, plabel_elf_open(e) ?
-				 PLABEL_ELF_BAD : PLABEL_ELF_LOADED,
-				 __ATOMIC_RELAXED);
-		if (e->state == PLABEL_ELF_BAD && e->dwfl) {
-			dwfl_end(e->dwfl);
-			e->dwfl = NULL;
+	if (st == PLABEL_ELF_SEEN) {
+		elf_lock(e);
+		st = e->state;
+		if (st == PLABEL_ELF_SEEN) {
+			bad = plabel_elf_open(e) != 0;
+			if (bad && e->dwfl) {
+				dwfl_end(e->dwfl);
+				e->dwfl = NULL;
+			}
+			st = bad ? PLABEL_ELF_BAD : PLABEL_ELF_LOADED;
+			__atomic_store_n(&e->state, st, __ATOMIC_RELEASE);
 		}
+		elf_unlock(e);
 	}
-	ret = e->state == PLABEL_ELF_LOADED ? 0 : -ENOEXEC;
-	syms_unlock(e->owner);
-	return ret;
+	return st == PLABEL_ELF_LOADED ? 0 : -ENOEXEC;
 }
 
 const char *plabel_elf_build_id(struct plabel_elf *e)
@@ -939,9 +1036,9 @@ int plabel_elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 {
 	int ret;
 
-	syms_lock(e->owner);
+	elf_lock(e);
 	ret = elf_symbolize(e, vaddr, frames, max);
-	syms_unlock(e->owner);
+	elf_unlock(e);
 	return ret;
 }
 
@@ -1306,8 +1403,8 @@ const char *plabel_elf_plt(struct plabel_elf *e, uint64_t vaddr)
 {
 	const char *ret;
 
-	syms_lock(e->owner);
+	elf_lock(e);
 	ret = elf_plt(e, vaddr);
-	syms_unlock(e->owner);
+	elf_unlock(e);
 	return ret;
 }

@@ -39,22 +39,29 @@ void plabel_syms_free(struct plabel_syms *s);
  * For use by several threads at once, from now on: before any other
  * thread has s. A file named again after it was replaced (another inode,
  * size or mtime) is then named anew, as s outlives the processes that
- * mapped it.
+ * mapped it: plabel_syms_elf() gives the entry of the version the path
+ * names now (at most 8 versions a path; one seen in the last second is
+ * taken without a stat()).
  */
 void plabel_syms_share(struct plabel_syms *s);
 /* One more holder's reference: s, for plabel_syms_free(). */
 struct plabel_syms *plabel_syms_get(struct plabel_syms *s);
-/* How many files s has named. */
+/* How many files that could be read s has named. */
 size_t plabel_syms_files(struct plabel_syms *s);
+/* Bytes of s's private copies of files (out of 2 GiB). */
+uint64_t plabel_syms_copied(struct plabel_syms *s);
 /*
  * The most the private copies of files others can write may take in all
  * (default 2 GiB); files past it stay unsymbolized. For tests.
  */
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes);
+/* How long a shared s takes an identity it saw as is (default 1 s). */
+void plabel_syms_set_check_ns(struct plabel_syms *s, uint64_t ns);
 
 /*
  * The ELF file at path, cached by path (NULL every time when it is not a
- * regular file, or is empty or over 1 GiB). Naming it costs a stat(); the
+ * regular file, or is empty or over 1 GiB; shared, see
+ * plabel_syms_share()). Naming it costs a stat(); the
  * file is read on the first question asked of it below, and only if it is
  * still the file first named (same inode, size and mtime): after that, or
  * when it is not ELF, every question gets the "unknown" answer. It is

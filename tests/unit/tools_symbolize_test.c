@@ -238,6 +238,8 @@ TEST(shared_names_a_replaced_file_anew)
 
 	ASSERT_NE(NULL, syms);
 	plabel_syms_share(syms);
+	/* every naming looks at the file: no identity taken as is */
+	plabel_syms_set_check_ns(syms, 0);
 	ASSERT_NE(NULL, mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/prog", dir);
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
@@ -260,16 +262,16 @@ TEST(shared_names_a_replaced_file_anew)
 	/* who holds the old one gets what a replaced file gets */
 	EXPECT_TRUE(answers_unknown(first));
 
-	/* gone, then back */
+	/* gone, then back: nothing named while it is gone */
 	ASSERT_EQ(0, unlink(path));
 	EXPECT_EQ(NULL, plabel_syms_elf(syms, path));
 	EXPECT_EQ(NULL, plabel_syms_elf(syms, path));
-	EXPECT_EQ(3, plabel_syms_files(syms));
+	EXPECT_EQ(2, plabel_syms_files(syms));
 	ASSERT_EQ(0, copy_self(path));
 	again = plabel_syms_elf(syms, path);
 	ASSERT_NE(NULL, again);
 	EXPECT_NE(NULL, plabel_elf_build_id(again));
-	EXPECT_EQ(4, plabel_syms_files(syms));
+	EXPECT_EQ(3, plabel_syms_files(syms));
 
 	/* each holder's reference: the last one frees */
 	EXPECT_EQ(syms, plabel_syms_get(syms));
@@ -280,12 +282,78 @@ TEST(shared_names_a_replaced_file_anew)
 	rmdir(dir);
 }
 
+/*
+ * A process swapping two versions of a file back and forth names them
+ * once each, and a path's versions are bounded: past 8 it gets no
+ * symbols, however many more it is given.
+ */
+TEST(shared_versions_are_found_and_bounded)
+{
+	char dir[] = "/tmp/plabel-sym-XXXXXX", path[64], a[64], b[64],
+	     tmp[64];
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_elf *ea, *eb;
+	int i;
+
+	ASSERT_NE(NULL, syms);
+	plabel_syms_share(syms);
+	plabel_syms_set_check_ns(syms, 0);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	ASSERT_EQ(0, copy_self(a));
+	ASSERT_EQ(0, copy_self(b));
+
+	/* hard links: renaming one over path keeps its identity */
+	ASSERT_EQ(0, link(a, tmp));
+	ASSERT_EQ(0, rename(tmp, path));
+	ea = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, ea);
+	/* read while path is that version: loaded ones answer after */
+	EXPECT_NE(NULL, plabel_elf_build_id(ea));
+	ASSERT_EQ(0, link(b, tmp));
+	ASSERT_EQ(0, rename(tmp, path));
+	eb = plabel_syms_elf(syms, path);
+	ASSERT_NE(NULL, eb);
+	EXPECT_NE(ea, eb);
+	EXPECT_NE(NULL, plabel_elf_build_id(eb));
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, link(i % 2 ? b : a, tmp));
+		ASSERT_EQ(0, rename(tmp, path));
+		EXPECT_EQ(i % 2 ? eb : ea, plabel_syms_elf(syms, path));
+	}
+	EXPECT_EQ(2, plabel_syms_files(syms));
+	EXPECT_NE(NULL, plabel_elf_build_id(ea));
+	EXPECT_NE(NULL, plabel_elf_build_id(eb));
+
+	for (i = 2; i < 12; i++) {
+		struct plabel_elf *e;
+
+		ASSERT_EQ(0, copy_self(tmp));
+		ASSERT_EQ(0, rename(tmp, path));
+		e = plabel_syms_elf(syms, path);
+
+		EXPECT_EQ(i < 8, e != NULL);
+	}
+	EXPECT_EQ(8, plabel_syms_files(syms));
+	plabel_syms_free(syms);
+	unlink(path);
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
+/* A call's return address in plabel_sym_outer(), taken once. */
+static uint64_t sym_thread_ra;
+
 /* One of the threads of shared_from_threads: 0, or the check failed. */
 static void *sym_thread(void *arg)
 {
 	struct plabel_sym_frame fr[PLABEL_SYM_MAX_FRAMES];
 	struct plabel_syms *syms = arg;
-	uint64_t ra = (uintptr_t)plabel_sym_outer();
+	uint64_t ra = sym_thread_ra;
 	int n, ok = 1;
 
 	n = sym_self(syms, ra - 1, fr, NULL);
@@ -311,6 +379,7 @@ TEST(shared_from_threads)
 	void *res;
 	int r, i, failed = 0;
 
+	sym_thread_ra = (uintptr_t)plabel_sym_outer();
 	for (r = 0; r < 20; r++) {
 		struct plabel_syms *syms = plabel_syms_new();
 
