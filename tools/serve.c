@@ -113,7 +113,7 @@
  * The windows share the files they symbolize with (libdw's reading of a
  * file's symbols and debug info is most of what a scrape costs), through
  * one struct plabel_syms at a time; a window opened once it is this old,
- * has named this many files or copied this many bytes of files others
+ * holds this many file versions or copied this many bytes of files others
  * than root can write (half its budget: one user's files must not leave
  * the others' unsymbolized for long) starts a fresh one, and the old one
  * goes with its last window: files of processes gone, and the kernel's

@@ -45,7 +45,6 @@ struct plabel_elf {
 	 * release, so that once it is not SEEN the rest is read without it.
 	 */
 	pthread_mutex_t lock;
-	uint64_t checked_ns;	/* shared: when its identity was last seen */
 	char *path;
 	enum plabel_elf_state state;
 	struct stat seen;	/* the file as first named */
@@ -80,11 +79,10 @@ struct plabel_syms {
 	pthread_mutex_t lock;
 	int shared;
 	unsigned int refs;
-	size_t nelfs;		/* files named that could be read */
+	size_t nelfs;		/* entries */
 	struct plabel_elf *elfs;
 	uint64_t copied;	/* bytes of the private copies of files */
 	uint64_t copy_limit;	/* PLABEL_ELF_COPY_TOTAL unless a test says */
-	uint64_t check_ns;	/* PLABEL_ELF_CHECK_NS unless a test says */
 	int kallsyms_read;
 	struct plabel_ksym *ksyms;
 	size_t nksyms;
@@ -102,9 +100,6 @@ struct plabel_syms {
  * reader copy them without end. Files past it stay unsymbolized.
  */
 #define PLABEL_ELF_COPY_TOTAL	(2ULL << 30)
-
-/* How long a shared struct trusts an identity it saw (see syms_elf()). */
-#define PLABEL_ELF_CHECK_NS	1000000000ULL
 
 /* Separate debug info comes from here alone (see find_debuginfo). */
 static char plabel_debug_dir[] = "/usr/lib/debug";
@@ -235,10 +230,18 @@ static int recursive_init(pthread_mutex_t *m)
 	return ret;
 }
 
+static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
+
+static void libelf_init(void)
+{
+	elf_version(EV_CURRENT);
+}
+
 struct plabel_syms *plabel_syms_new(void)
 {
 	struct plabel_syms *s = calloc(1, sizeof(struct plabel_syms));
 
+	pthread_once(&libelf_once, libelf_init);
 	if (!s)
 		return NULL;
 	if (pthread_mutex_init(&s->lock, NULL)) {
@@ -251,7 +254,6 @@ struct plabel_syms *plabel_syms_new(void)
 		return NULL;
 	}
 	s->copy_limit = PLABEL_ELF_COPY_TOTAL;
-	s->check_ns = PLABEL_ELF_CHECK_NS;
 	s->refs = 1;
 	return s;
 }
@@ -316,11 +318,6 @@ uint64_t plabel_syms_copied(struct plabel_syms *s)
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)
 {
 	s->copy_limit = bytes;
-}
-
-void plabel_syms_set_check_ns(struct plabel_syms *s, uint64_t ns)
-{
-	s->check_ns = ns;
 }
 
 struct plabel_plt {
@@ -528,16 +525,24 @@ static int plabel_elf_copy(int fd, size_t size)
 	return mfd;
 }
 
-/* Room for a private copy of size bytes in s's budget, taken. 0 or 1. */
+/*
+ * Room for a private copy of size bytes in s's budget, taken. 0 or 1.
+ * A size below 0 (as a uint64_t: over the budget) gives it back.
+ */
 static int copy_take(struct plabel_syms *s, uint64_t size)
 {
 	int over;
 
 	if (s->shared)
 		pthread_mutex_lock(&s->list_lock);
-	over = size > s->copy_limit - s->copied;
-	if (!over)
+	if ((int64_t)size < 0) {
 		s->copied += size;
+		over = 0;
+	} else {
+		over = size > s->copy_limit - s->copied;
+		if (!over)
+			s->copied += size;
+	}
 	if (s->shared)
 		pthread_mutex_unlock(&s->list_lock);
 	return over;
@@ -575,8 +580,10 @@ static int plabel_elf_open(struct plabel_elf *e)
 	} else {
 		mfd = plabel_elf_copy(fd, st.st_size);
 		close(fd);
-		if (mfd < 0)
+		if (mfd < 0) {
+			copy_take(e->owner, -(uint64_t)st.st_size);
 			return mfd;
+		}
 	}
 	e->image_size = st.st_size;
 	e->image = mmap(NULL, e->image_size, PROT_READ, MAP_PRIVATE, mfd, 0);
@@ -586,7 +593,6 @@ static int plabel_elf_open(struct plabel_elf *e)
 		close(mfd);
 		return ret;
 	}
-	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)e->image, e->image_size);
 	if (!elf) {
 		close(mfd);
@@ -629,14 +635,6 @@ static int same_file(const struct stat *a, const struct stat *b)
 /* The most versions of one path a shared struct names (see syms_elf()). */
 #define PLABEL_ELF_MAX_VERSIONS	8
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* e, or NULL when it can't be read (as plabel_syms_elf() says). */
 static struct plabel_elf *elf_if_ok(struct plabel_elf *e)
 {
@@ -647,37 +645,24 @@ static struct plabel_elf *elf_if_ok(struct plabel_elf *e)
 /*
  * The entry of path, named now if it has none. Shared, s outlives the
  * processes that named a file: a file replaced since (an upgrade) is
- * named anew, and the old entry stays for those who hold it. The entry
- * of the file path is now is found among all of its versions (a process
- * swapping two back and forth adds none), at most PLABEL_ELF_MAX_VERSIONS
- * of them (past that the file gets no symbols), and an identity seen in
- * the last s->check_ns is trusted without a stat().
+ * named anew, and the old entry stays for those who hold it. now is then
+ * what path is now (stat() by the caller, outside the lock): its entry is
+ * found among all of the path's versions (a process swapping two back
+ * and forth adds none), at most PLABEL_ELF_MAX_VERSIONS of them (past
+ * that the file gets no symbols); a path that is not there (now NULL)
+ * gets nothing and no entry, as it may come back.
  */
-static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path)
+static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path,
+				   const struct stat *now)
 {
 	struct plabel_elf *e;
-	uint64_t t = 0;
-	struct stat now;
-	int bad, nver = 0, have = 0;
+	int bad, nver = 0;
 
-	if (s->shared) {
-		t = mono_ns();
-		for (e = s->elfs; e; e = e->next)
-			if (e->checked_ns && t - e->checked_ns < s->check_ns &&
-			    !strcmp(e->path, path))
-				return elf_if_ok(e);
-	}
 	for (e = s->elfs; e; e = e->next) {
 		if (strcmp(e->path, path))
 			continue;
-		if (!s->shared)
+		if (!s->shared || same_file(now, &e->seen))
 			return elf_if_ok(e);
-		if (!have++ && stat(path, &now))
-			return NULL;	/* gone: it may come back */
-		if (same_file(&now, &e->seen)) {
-			e->checked_ns = t;
-			return elf_if_ok(e);
-		}
 		if (++nver >= PLABEL_ELF_MAX_VERSIONS)
 			return NULL;
 	}
@@ -692,18 +677,21 @@ static struct plabel_elf *syms_elf(struct plabel_syms *s, const char *path)
 		return NULL;
 	}
 	/* only looked at: reading it waits for the first question */
-	bad = stat(path, &e->seen);
-	if (bad)
-		memset(&e->seen, 0, sizeof(e->seen));
+	if (s->shared) {
+		e->seen = *now;
+		bad = 0;
+	} else {
+		bad = stat(path, &e->seen);
+		if (bad)
+			memset(&e->seen, 0, sizeof(e->seen));
+	}
 	e->state = bad || !S_ISREG(e->seen.st_mode) ||
 		   e->seen.st_size <= 0 ||
 		   (uint64_t)e->seen.st_size > PLABEL_ELF_MAX_SIZE ?
 		   PLABEL_ELF_BAD : PLABEL_ELF_SEEN;
-	e->checked_ns = t;
 	e->next = s->elfs;
 	s->elfs = e;
-	if (e->state != PLABEL_ELF_BAD)
-		s->nelfs++;
+	s->nelfs++;
 	return elf_if_ok(e);
 }
 
@@ -711,11 +699,15 @@ struct plabel_elf *plabel_syms_elf(struct plabel_syms *s, const char *path)
 {
 	struct plabel_elf *e;
 
-	if (s->shared)
-		pthread_mutex_lock(&s->list_lock);
-	e = syms_elf(s, path);
-	if (s->shared)
-		pthread_mutex_unlock(&s->list_lock);
+	struct stat now;
+
+	if (!s->shared)
+		return syms_elf(s, path, NULL);
+	if (stat(path, &now))
+		return NULL;
+	pthread_mutex_lock(&s->list_lock);
+	e = syms_elf(s, path, &now);
+	pthread_mutex_unlock(&s->list_lock);
 	return e;
 }
 
@@ -943,7 +935,7 @@ static const char *die_name(Dwarf_Die *d)
 static int elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 			 struct plabel_sym_frame *frames, int max)
 {
-	Dwarf_Addr addr = vaddr + e->mod_bias, cubias = 0;
+	Dwarf_Addr addr, cubias = 0;
 	Dwarf_Files *files = NULL;
 	const char *symname = NULL;
 	Dwarf_Die *cudie, cur;
@@ -954,6 +946,7 @@ static int elf_symbolize(struct plabel_elf *e, uint64_t vaddr,
 
 	if (plabel_elf_load(e) || !e->mod || max <= 0)
 		return 0;
+	addr = vaddr + e->mod_bias;
 	frames[0].function = NULL;
 	frames[0].file = NULL;
 	frames[0].line = 0;

@@ -39,14 +39,14 @@ void plabel_syms_free(struct plabel_syms *s);
  * For use by several threads at once, from now on: before any other
  * thread has s. A file named again after it was replaced (another inode,
  * size or mtime) is then named anew, as s outlives the processes that
- * mapped it: plabel_syms_elf() gives the entry of the version the path
- * names now (at most 8 versions a path; one seen in the last second is
- * taken without a stat()).
+ * mapped it: plabel_syms_elf() stat()s the path each time and gives the
+ * entry of the version it names now (at most 8 versions a path; a path
+ * not there gets NULL and no entry).
  */
 void plabel_syms_share(struct plabel_syms *s);
 /* One more holder's reference: s, for plabel_syms_free(). */
 struct plabel_syms *plabel_syms_get(struct plabel_syms *s);
-/* How many files that could be read s has named. */
+/* How many entries (versions of files named) s holds. */
 size_t plabel_syms_files(struct plabel_syms *s);
 /* Bytes of s's private copies of files (out of 2 GiB). */
 uint64_t plabel_syms_copied(struct plabel_syms *s);
@@ -55,8 +55,6 @@ uint64_t plabel_syms_copied(struct plabel_syms *s);
  * (default 2 GiB); files past it stay unsymbolized. For tests.
  */
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes);
-/* How long a shared s takes an identity it saw as is (default 1 s). */
-void plabel_syms_set_check_ns(struct plabel_syms *s, uint64_t ns);
 
 /*
  * The ELF file at path, cached by path (NULL every time when it is not a

@@ -238,8 +238,6 @@ TEST(shared_names_a_replaced_file_anew)
 
 	ASSERT_NE(NULL, syms);
 	plabel_syms_share(syms);
-	/* every naming looks at the file: no identity taken as is */
-	plabel_syms_set_check_ns(syms, 0);
 	ASSERT_NE(NULL, mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/prog", dir);
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
@@ -297,7 +295,6 @@ TEST(shared_versions_are_found_and_bounded)
 
 	ASSERT_NE(NULL, syms);
 	plabel_syms_share(syms);
-	plabel_syms_set_check_ns(syms, 0);
 	ASSERT_NE(NULL, mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/prog", dir);
 	snprintf(a, sizeof(a), "%s/a", dir);
