@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "session_util.h"
@@ -315,16 +316,21 @@ struct sleeper {
 	pid_t tid;
 	int nshort, nlong;
 	uint64_t short_ns, long_ns;
+	long short_switches;	/* the times the short sleeps left the CPU */
 };
 
 static void *sleeper_fn(void *arg)
 {
 	struct sleeper *s = arg;
+	struct rusage r0, r1;
 	int i;
 
 	s->tid = su_gettid();
+	getrusage(RUSAGE_THREAD, &r0);
 	for (i = 0; i < s->nshort; i++)
 		sleep_ns(s->short_ns);
+	getrusage(RUSAGE_THREAD, &r1);
+	s->short_switches = r1.ru_nvcsw - r0.ru_nvcsw;
 	for (i = 0; i < s->nlong; i++)
 		sleep_ns(s->long_ns);
 	return NULL;
@@ -483,11 +489,16 @@ TEST(lost_records_counted)
 		    ((struct plabel_rec_sample *)h)->tid == (uint32_t)sl.tid)
 			outs++;
 	lost = su_count(&st, PLABEL_REC_LOST);
-	TH_LOG("%llu OFFCPU records of the sleeper, %llu lost",
-	       (unsigned long long)outs, (unsigned long long)lost);
+	TH_LOG("%llu OFFCPU records of the sleeper, %llu lost, %ld switches",
+	       (unsigned long long)outs, (unsigned long long)lost,
+	       sl.short_switches);
 	EXPECT_LT(0ull, lost);
-	/* nearly each sleep left a record or a count (see above) */
-	EXPECT_LE((unsigned long long)sl.nshort * 9 / 10, outs + lost);
+	/*
+	 * nearly each sleep that left the CPU left a record or a count (a
+	 * sleep whose timer fired before it got to schedule() did not leave
+	 * it, which under an emulated CPU is up to one in seven)
+	 */
+	EXPECT_LE((unsigned long long)sl.short_switches * 9 / 10, outs + lost);
 	/* the stream says what the module counted, no more, no less */
 	EXPECT_EQ((unsigned long long)(lost1 - lost0), lost);
 	su_stream_free(&st);
