@@ -1829,13 +1829,16 @@ static enum MHD_Result serve_goroutine(struct serve *srv,
 /* The windows' shared symbols, a reference for a new one, or NULL. */
 static struct plabel_syms *serve_syms(struct serve *srv)
 {
-	uint64_t now = serve_now_ns();
+	uint64_t now = serve_now_ns(), copied = 0;
 	struct plabel_syms *s = NULL;
+	size_t files = 0;
 
 	pthread_mutex_lock(&srv->syms_lock);
+	if (srv->syms)
+		plabel_syms_usage(srv->syms, &files, &copied);
 	if (!srv->syms || now - srv->syms_ns >= PLABEL_SERVE_SYMS_NS ||
-	    plabel_syms_files(srv->syms) >= PLABEL_SERVE_SYMS_FILES ||
-	    plabel_syms_copied(srv->syms) >= PLABEL_SERVE_SYMS_COPIED) {
+	    files >= PLABEL_SERVE_SYMS_FILES ||
+	    copied >= PLABEL_SERVE_SYMS_COPIED) {
 		s = plabel_syms_new();
 		if (s) {
 			plabel_syms_share(s);

@@ -295,24 +295,13 @@ static void elf_unlock(struct plabel_elf *e)
 		pthread_mutex_unlock(&e->lock);
 }
 
-size_t plabel_syms_files(struct plabel_syms *s)
+void plabel_syms_usage(struct plabel_syms *s, size_t *files,
+		       uint64_t *copied)
 {
-	size_t n;
-
 	pthread_mutex_lock(&s->list_lock);
-	n = s->nelfs;
+	*files = s->nelfs;
+	*copied = s->copied;
 	pthread_mutex_unlock(&s->list_lock);
-	return n;
-}
-
-uint64_t plabel_syms_copied(struct plabel_syms *s)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&s->list_lock);
-	n = s->copied;
-	pthread_mutex_unlock(&s->list_lock);
-	return n;
 }
 
 void plabel_syms_set_copy_limit(struct plabel_syms *s, uint64_t bytes)

@@ -46,10 +46,12 @@ void plabel_syms_free(struct plabel_syms *s);
 void plabel_syms_share(struct plabel_syms *s);
 /* One more holder's reference: s, for plabel_syms_free(). */
 struct plabel_syms *plabel_syms_get(struct plabel_syms *s);
-/* How many entries (versions of files named) s holds. */
-size_t plabel_syms_files(struct plabel_syms *s);
-/* Bytes of s's private copies of files (out of 2 GiB). */
-uint64_t plabel_syms_copied(struct plabel_syms *s);
+/*
+ * How many entries (versions of files named) s holds, and the bytes of
+ * its private copies of files (out of 2 GiB).
+ */
+void plabel_syms_usage(struct plabel_syms *s, size_t *files,
+		       uint64_t *copied);
 /*
  * The most the private copies of files others can write may take in all
  * (default 2 GiB); files past it stay unsymbolized. For tests.
