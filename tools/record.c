@@ -80,6 +80,7 @@ void plabel_record_usage(FILE *f)
 	      "                     [-a | -p PID[,PID..]] [-- CMD ARGS..]\n"
 	      "       plabel record --every T [-F HZ] [-g fp|dwarf] [-o DIR] [--duration S]\n"
 	      "                     [--heap[=BYTES]] [--off-cpu [--off-cpu-min D]]\n"
+	      "                     [--timeline [--timeline-label KEY=VALUE]]\n"
 	      "                     -a | -p PID[,PID..]\n"
 	      "\n"
 	      "Record labeled CPU samples and thread creations and write\n"
@@ -132,7 +133,10 @@ void plabel_record_usage(FILE *f)
 	      "                         With --heap, DIR/heap-...: the allocations\n"
 	      "                         since the start, at the interval's end;\n"
 	      "                         with --off-cpu, DIR/offcpu-... and\n"
-	      "                         DIR/wall-...: the waits that ended in it\n"
+	      "                         DIR/wall-...: the waits that ended in it;\n"
+	      "                         with --timeline, DIR/timeline-....json.gz:\n"
+	      "                         its observations, each wait whole where it\n"
+	      "                         ended\n"
 	      "      --version          show plabel's version\n"
 	      "  -h, --help             show this help\n", f);
 }
@@ -729,13 +733,15 @@ static int plabel_parse_every(const char *arg, uint64_t *ns)
  * have come (serve.h), with heap (--heap's interval, or 0) the heap
  * profile since the start at each interval's end, and with
  * PLABEL_RECORD_OFFCPU in record the off-CPU and wall profiles of the
- * waits that ended in each interval. fd is closed.
+ * waits that ended in each interval, with timeline each interval's
+ * timeline (of tl_label's threads, or all). fd is closed.
  */
 static int plabel_record_every(int fd, const char *dir, uint64_t every,
 			       int all, const int32_t *pids, uint32_t npids,
 			       unsigned long hz, uint32_t callchain,
 			       double duration, uint64_t heap,
-			       uint32_t record, uint32_t offcpu_min_us)
+			       uint32_t record, uint32_t offcpu_min_us,
+			       int timeline, const char *tl_label)
 {
 	struct plabel_session_opts so = {
 		.target = all ? PLABEL_TARGET_ALL : PLABEL_TARGET_PIDS,
@@ -751,6 +757,8 @@ static int plabel_record_every(int fd, const char *dir, uint64_t every,
 		.hz = hz,
 		.heap_bytes = heap,
 		.offcpu = !!(record & PLABEL_RECORD_OFFCPU),
+		.timeline = timeline,
+		.timeline_label = tl_label,
 		.every_ns = every,
 		.out_dir = dir,
 		.duration_ns = (uint64_t)(duration * 1e9),
@@ -977,10 +985,6 @@ static int plabel_record_run(int argc, char **argv,
 		fprintf(stderr, "plabel record: --off-cpu-min needs --off-cpu\n");
 		return 2;
 	}
-	if (every && timeline) {
-		fprintf(stderr, "plabel record: --timeline does not go with --every\n");
-		return 2;
-	}
 	if (heap && cmd) {
 		const char *lib;
 
@@ -1030,7 +1034,7 @@ static int plabel_record_run(int argc, char **argv,
 	if (every)
 		return plabel_record_every(st.fd, dir, every, all, pids, npids,
 					   hz, callchain, duration, heap,
-					   record, min_us);
+					   record, min_us, timeline, tl_label);
 	if (plabel_prepare_dir(dir)) {
 		close(st.fd);
 		return 1;

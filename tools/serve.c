@@ -379,6 +379,7 @@ struct serve_win {
 	int memo_ok;
 	struct plabel_syms *syms;
 	struct plabel_collect *col;
+	struct plabel_timeline *tl;	/* record --every --timeline */
 	uint8_t *buf;		/* what it is fed of one read() */
 	size_t len, cap;
 	uint64_t threads_dropped;
@@ -437,6 +438,8 @@ struct serve {
 	uint32_t callchain;
 	uint64_t heap_bytes;	/* the session's heap interval; 0: none */
 	int offcpu;		/* record --every --off-cpu */
+	int timeline;		/* record --every --timeline */
+	const char *timeline_label;
 
 	/* the reader's */
 	struct serve_log log;
@@ -452,6 +455,9 @@ static void serve_win_free(struct serve_win *w)
 	if (!w)
 		return;
 	plabel_collect_free(w->col);
+	if (w->tl)
+		plabel_tl_release(w->tl);
+	free(w->tl);
 	plabel_syms_free(w->syms);
 	free(w->buf);
 	free(w);
@@ -1454,6 +1460,29 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 }
 
 /*
+ * record --every --timeline: window w's timeline (after its profiles were
+ * built) into DIR/timeline-STAMP.json.gz. 0 or -errno, after a message.
+ */
+static int serve_write_timeline(struct serve *srv, struct serve_win *w,
+				const char *stamp)
+{
+	char path[PATH_MAX];
+	int n, ret;
+
+	n = snprintf(path, sizeof(path), "%s/timeline-%s.json.gz",
+		     srv->out_dir, stamp);
+	ret = n < 0 || (size_t)n >= sizeof(path) ? -ENAMETOOLONG :
+	      plabel_collect_write_timeline(w->col, path);
+	if (ret)
+		fprintf(stderr, "plabel record: cannot write %s: %s\n", path,
+			strerror(-ret));
+	else if (w->tl->dropped)
+		fprintf(stderr, "plabel record: %s holds the first %zu observations only: %" PRIu64 " later ones were left out (the profiles have them)\n",
+			path, w->tl->n, w->tl->dropped);
+	return ret;
+}
+
+/*
  * record --every: window w's profiles into DIR/cpu-STAMP.pb.gz and
  * DIR/threadcreate-STAMP.pb.gz (a heap window's into DIR/heap-STAMP),
  * STAMP its interval's start in UTC. 0 or 1 after one message.
@@ -1507,9 +1536,14 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	}
 	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
 		plabel_prof_free(profs[k]);
+	if (!ret && w->tl)
+		ret = serve_write_timeline(srv, w, stamp);
 	if (!ret)
-		fprintf(stderr, "plabel: wrote %s/%s-%s.pb.gz\n", srv->out_dir,
-			w->kind == PLABEL_PROF_HEAP ? "heap" : "*", stamp);
+		fprintf(stderr, "plabel: wrote %s/%s-%s.pb.gz%s%s%s\n",
+			srv->out_dir,
+			w->kind == PLABEL_PROF_HEAP ? "heap" : "*", stamp,
+			w->tl ? " and timeline-" : "", w->tl ? stamp : "",
+			w->tl ? ".json.gz" : "");
 	return ret ? 1 : 0;
 }
 
@@ -2347,6 +2381,21 @@ static int serve_rotate_add(struct serve *srv, uint64_t start)
 
 	if (!w)
 		return -ENOMEM;
+	if (srv->timeline) {
+		w->tl = malloc(sizeof(*w->tl));
+		if (!w->tl) {
+			serve_win_free(w);
+			return -ENOMEM;
+		}
+		plabel_tl_init(w->tl, 0);
+		/* (the label was checked by record) */
+		if (srv->timeline_label &&
+		    plabel_tl_set_focus(w->tl, srv->timeline_label)) {
+			serve_win_free(w);
+			return -ENOMEM;
+		}
+		plabel_collect_set_timeline(w->col, w->tl);
+	}
 	w->kind = PLABEL_PROF_CPU;
 	w->file = 1;
 	w->start_ns = start;
@@ -2464,7 +2513,10 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 	srv->npids = cfg->npids;
 	srv->callchain = cfg->callchain;
 	srv->heap_bytes = cfg->heap_bytes;
-	srv->offcpu = cfg->offcpu;
+	/* a timeline's waits are the off-CPU profiles' (as in record) */
+	srv->offcpu = cfg->offcpu || cfg->timeline;
+	srv->timeline = cfg->timeline;
+	srv->timeline_label = cfg->timeline_label;
 	if (getrandom(&serve_seed, sizeof(serve_seed), 0) !=
 	    sizeof(serve_seed))
 		serve_seed = serve_now_ns() ^ ((uint64_t)getpid() << 32);

@@ -149,6 +149,14 @@ struct plabel_serve_cfg {
 	 * that ended in its interval.
 	 */
 	int offcpu;
+	/*
+	 * record --every --timeline: each file window writes
+	 * timeline-STAMP.json.gz too, of the threads that carried
+	 * timeline_label (KEY=VALUE; NULL: all), and as with offcpu the
+	 * off-CPU and wall profiles (the session records waits).
+	 */
+	int timeline;
+	const char *timeline_label;
 };
 
 /*

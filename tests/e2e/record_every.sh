@@ -5,7 +5,8 @@
 # named by the interval's start, each splitting the alternating workload
 # (worker=alpha 3 parts, worker=beta 1) as the whole run does, though the
 # label sets went by once, before all but the first interval; -p ends it
-# when the process exits; bad intervals are refused.
+# when the process exits; bad intervals are refused; with --timeline a
+# timeline per interval.
 
 E2E_NAME=record_every
 . tests/e2e/lib/common.sh
@@ -72,4 +73,43 @@ t_ok "record --every 1s -p PID exits 0 when PID ends" \
 wait "$pid"
 t_ok "record --every -p: at least one interval written" \
 	test "$(ls "$D" | grep -c '^cpu-')" -ge 1
+
+# --timeline: a timeline-STAMP.json.gz beside each interval's cpu file,
+# strict JSON, the labeled threads' samples in each, the intervals'
+# samples in stamp order and not overlapping
+"$E2E_BIN/alternate" 6000 >/dev/null 2>&1 &
+pid=$!
+D=$E2E_OUT/every-timeline
+e2e_record "$D" -p "$pid" -F 250 --every 1s --duration 60 --timeline
+t_ok "record --every 1s --timeline exits 0" test "$?" = 0
+wait "$pid"
+ls "$D" | sed 's/^/# /'
+ntl=$(ls "$D" | grep -c '^timeline-[0-9]\{8\}T[0-9]\{6\}\.json\.gz$')
+t_ok "a timeline for each cpu file" \
+	test "$ntl" -ge 2 -a "$ntl" = "$(ls "$D" | grep -c '^cpu-')"
+t_ok "... and --timeline's off-CPU and wall files" \
+	test "$(ls "$D" | grep -c '^offcpu-')" = "$ntl" -a \
+	"$(ls "$D" | grep -c '^wall-')" = "$ntl"
+if command -v python3 >/dev/null; then
+	t_ok "intervals' timelines: JSON, labeled samples, in order" \
+		python3 - "$D" <<'PY'
+import glob, gzip, json, sys
+last = -1
+files = sorted(glob.glob(sys.argv[1] + "/timeline-*.json.gz"))
+for i, f in enumerate(files):
+    ev = json.load(gzip.open(f))["traceEvents"]
+    ts = [e["ts"] for e in ev if e.get("name") == "sample"]
+    workers = {e.get("args", {}).get("worker") for e in ev
+               if e.get("name") == "sample"}
+    print("#", f.split("/")[-1], len(ts), "samples", sorted(map(str, workers)))
+    # (the last interval, cut short by the exit, may hold next to nothing)
+    if i < len(files) - 1 and not {"alpha", "beta"} <= workers:
+        sys.exit("%s: no samples of both labels" % f)
+    if ts and min(ts) < last:
+        sys.exit("%s: samples before the previous interval's last" % f)
+    last = max(ts + [last])
+PY
+else
+	t_skip "intervals' timelines checked" "python3 not installed"
+fi
 t_done

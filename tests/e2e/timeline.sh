@@ -41,10 +41,6 @@ done
 t_ok "--timeline-label without --timeline refused" test "$?" = 2
 t_ok "... saying it needs --timeline" grep -q "needs --timeline" \
 	"$E2E_OUT/bad.log"
-"$PLABEL" record --timeline --every 5 -a >"$E2E_OUT/bad.log" 2>&1
-t_ok "--timeline with --every refused" test "$?" = 2
-t_ok "... saying why" grep -q -- "--timeline does not go with --every" \
-	"$E2E_OUT/bad.log"
 
 e2e_need_module
 if ! command -v python3 >/dev/null; then

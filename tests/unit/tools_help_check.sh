@@ -82,6 +82,6 @@ t_ok "serve --heap -g dwarf is refused" \
 t_ok "serve --heap=0 is refused" usage_err "bad heap interval" serve --heap=0
 t_ok "record --every --heap -g dwarf is refused" \
 	usage_err "takes frame-pointer stacks" record --every 5s --heap -g dwarf -a
-t_ok "record --every --timeline is refused" \
-	usage_err "does not go with --every" record --every 5s --timeline -a
+t_ok "record --every --timeline-label without --timeline is refused" \
+	usage_err "needs --timeline" record --every 5s --timeline-label k=v -a
 t_done

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "kselftest/kselftest_harness.h"
 #include "../../tools/profile.h"
@@ -1048,28 +1049,35 @@ TEST_F(srv, stalled_and_oversized_clients)
  * record --every 1s --duration 3.5 into dir over self->rec (its stream
  * written already), with heap_bytes and offcpu, the feeder started.
  */
-static void every_start(struct __test_metadata *_metadata,
-			FIXTURE_DATA(srv) *self, const char *dir,
-			uint64_t heap_bytes, int offcpu)
+static void every_start_cfg(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(srv) *self,
+			    const struct plabel_serve_cfg *cfg)
 {
 	self->child = fork();
 	ASSERT_LE(0, self->child);
 	if (!self->child) {
-		struct plabel_serve_cfg cfg = {
-			.every_ns = 1000000000ULL,
-			.out_dir = dir,
-			.duration_ns = 3500000000ULL,
-			.heap_bytes = heap_bytes,
-			.offcpu = offcpu,
-		};
-
 		close(self->rec[1]);
-		_exit(plabel_serve_run(&cfg, self->rec[0], -1, NULL));
+		_exit(plabel_serve_run(cfg, self->rec[0], -1, NULL));
 	}
 	close(self->rec[0]);
 	self->f.fd = self->rec[1];
 	self->f.stop = 0;
 	ASSERT_EQ(0, pthread_create(&self->f.thr, NULL, feed, &self->f));
+}
+
+static void every_start(struct __test_metadata *_metadata,
+			FIXTURE_DATA(srv) *self, const char *dir,
+			uint64_t heap_bytes, int offcpu)
+{
+	struct plabel_serve_cfg cfg = {
+		.every_ns = 1000000000ULL,
+		.out_dir = dir,
+		.duration_ns = 3500000000ULL,
+		.heap_bytes = heap_bytes,
+		.offcpu = offcpu,
+	};
+
+	every_start_cfg(_metadata, self, &cfg);
 }
 
 /*
@@ -1274,6 +1282,168 @@ TEST_F(srv, rotating_files_with_waits)
 	EXPECT_EQ(4, nwall);
 	EXPECT_EQ(2100000000LL, total);
 	EXPECT_EQ(2000000000LL, most);
+}
+
+/* A gzipped file's text (NUL-terminated, malloc()ed), or NULL. */
+static char *read_gz_text(const char *path)
+{
+	gzFile f = gzopen(path, "rb");
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	int n;
+
+	if (!f || !buf) {
+		if (f)
+			gzclose(f);
+		free(buf);
+		return NULL;
+	}
+	while ((n = gzread(f, buf + len, cap - len - 1)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	gzclose(f);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+static int count_str(const char *s, const char *what)
+{
+	int n = 0;
+
+	while ((s = strstr(s, what))) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
+/*
+ * record --every 1s --timeline --timeline-label worker=alpha: a
+ * timeline-STAMP.json.gz beside each interval's cpu file, each with that
+ * interval's samples of the alpha threads only, and each wait in the
+ * interval it ended in (the 2 s one in the third, never in the first).
+ */
+TEST_F(srv, rotating_timelines)
+{
+	static const uint64_t ips[] = { 0x401000 };
+	char dir[] = "/tmp/plabel-every-XXXXXX";
+	uint32_t me = (uint32_t)getpid();
+	struct plabel_serve_cfg cfg = {
+		.every_ns = 1000000000ULL,
+		.out_dir = dir,
+		.duration_ns = 3500000000ULL,
+		.timeline = 1,
+		.timeline_label = "worker=alpha",
+	};
+	char cpu_stamps[8][32], tl_stamps[8][32], long_stamp[32] = "";
+	int ncpu = 0, ntl = 0, sleeps = 0, ios = 0, st = -1, i;
+	static struct sbuf b;
+	struct plabel_rec_sample *s;
+	struct dirent *de;
+	uint64_t t0;
+	DIR *d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, pipe(self->rec));
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	sb_labelset(&b, 1, kv_alpha, 2);
+	sb_labelset(&b, 2, kv_beta, 1);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	every_start_cfg(_metadata, self, &cfg);
+	usleep(300000);
+	t0 = mono_ns();
+	b.len = 0;
+	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
+	s->tid = me;
+	s->time_ns = t0 + 200000000ULL;
+	s->wait_kind = PLABEL_WAIT_SLEEP;
+	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
+	s->tid = me + 1;
+	s->time_ns = t0 + 300000000ULL;
+	s->wait_kind = PLABEL_WAIT_IO;
+	sb_offcpu_end(&b, me, me + 1, t0 + 300000000ULL, t0 + 400000000ULL);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	while (mono_ns() < t0 + 2300000000ULL)
+		usleep(20000);
+	b.len = 0;
+	sb_offcpu_end(&b, me, me, t0 + 200000000ULL, t0 + 2200000000ULL);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	ASSERT_EQ(self->child, waitpid(self->child, &st, 0));
+	self->child = 0;
+	self->f.stop = 1;
+	pthread_join(self->f.thr, NULL);
+	close(self->rec[1]);
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+
+	d = opendir(dir);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		char path[512], *text;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!strncmp(de->d_name, "cpu-", 4) && ncpu < 8)
+			snprintf(cpu_stamps[ncpu++], 32, "%.15s",
+				 de->d_name + 4);
+		if (!strncmp(de->d_name, "timeline-", 9) && ntl < 8) {
+			EXPECT_EQ(0, strcmp(de->d_name + 24, ".json.gz"));
+			snprintf(tl_stamps[ntl++], 32, "%.15s",
+				 de->d_name + 9);
+			text = read_gz_text(path);
+			ASSERT_NE(NULL, text);
+			TH_LOG("%s: %zu bytes, %d samples", de->d_name,
+			       strlen(text), count_str(text, "\"sample\""));
+			/* alpha's samples, none of beta's process */
+			EXPECT_LT(20, count_str(text, "\"name\":\"sample\""));
+			EXPECT_EQ(NULL, strstr(text, "\"pid\":" "4343"));
+			EXPECT_NE(NULL, strstr(text, "\"pid\":" "4242"));
+			EXPECT_NE(NULL, strstr(text, "\"timeline_label\":\"worker\""));
+			if (count_str(text, "off-CPU (sleep)")) {
+				snprintf(long_stamp, sizeof(long_stamp),
+					 "%.15s", de->d_name + 9);
+				/* from 0.2 s to 2.2 s after t0: whole */
+				EXPECT_TRUE(strstr(text, "\"dur\":2000000") ||
+					    strstr(text, "\"dur\":1999999"));
+			}
+			sleeps += count_str(text, "off-CPU (sleep)");
+			ios += count_str(text, "off-CPU (io)");
+			free(text);
+		}
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+	EXPECT_EQ(4, ncpu);
+	EXPECT_EQ(4, ntl);
+	EXPECT_EQ(1, sleeps);
+	EXPECT_EQ(1, ios);
+	/* each timeline is stamped as a cpu file; the long wait's not first */
+	for (i = 0; i < ntl; i++) {
+		int k, found = 0;
+
+		for (k = 0; k < ncpu; k++)
+			found |= !strcmp(tl_stamps[i], cpu_stamps[k]);
+		EXPECT_TRUE(found);
+	}
+	for (i = 1; i < ncpu; i++)
+		if (strcmp(cpu_stamps[i], cpu_stamps[0]) < 0)
+			memcpy(cpu_stamps[0], cpu_stamps[i], 32);
+	EXPECT_LT(strcmp(cpu_stamps[0], long_stamp), 0);
 }
 
 /* libmicrohttpd on a Unix socket, as --unix gives it */
