@@ -144,6 +144,15 @@ END {
 		g("offcpu.perf_switches_per_s"), \
 		r("offcpu.perf_switches_per_s", "offcpu.none_switches_per_s"), \
 		g("offcpu.probe_ns")
+	printf "   instruction counting, 1 vCPU: no session %s, record %s, record --off-cpu %s (/ none: %s), perf %s (/ none: %s); probe %s ns a call\n", \
+		g("icount.offcpu.none_switches_per_s"), g("icount.offcpu.cpu_switches_per_s"), \
+		g("icount.offcpu.offcpu_switches_per_s"), \
+		r("icount.offcpu.offcpu_switches_per_s", "icount.offcpu.none_switches_per_s"), \
+		g("icount.offcpu.perf_switches_per_s"), \
+		r("icount.offcpu.perf_switches_per_s", "icount.offcpu.none_switches_per_s"), \
+		g("icount.offcpu.probe_ns")
+	printf "   goal: record --off-cpu / perf >= 1: %s\n", \
+		r("icount.offcpu.offcpu_switches_per_s", "icount.offcpu.perf_switches_per_s")
 	print ""
 
 	print "4c. heap sampling: ns per malloc/free pair, 4 threads, small blocks"
@@ -156,6 +165,11 @@ END {
 		g("heap.glibc_ns"), g("heap.shim_off_ns"), g("heap.shim_on_ns"), \
 		g("heap.tcmalloc_ns"), g("heap.tcmalloc_sampled_ns"), \
 		r("heap.shim_on_ns", "heap.tcmalloc_sampled_ns")
+	printf "   VM, instruction counting, 1 vCPU: glibc %s, shim off %s, shim on %s (+%s over off), tcmalloc %s, tcmalloc sampled %s (+%s)\n", \
+		g("icount.heap.glibc_ns"), g("icount.heap.shim_off_ns"), g("icount.heap.shim_on_ns"), \
+		d("icount.heap.shim_on_ns", "icount.heap.shim_off_ns"), \
+		g("icount.heap.tcmalloc_ns"), g("icount.heap.tcmalloc_sampled_ns"), \
+		d("icount.heap.tcmalloc_sampled_ns", "icount.heap.tcmalloc_ns")
 	print ""
 
 	print "5. memory (VM)"
