@@ -194,8 +194,27 @@ static inline int plabel_heap_none(void)
 }
 
 /*
+ * Count an allocation of n bytes down before it is made, when that does
+ * not end the thread's interval (as plabel_heap_alloced() counts: n at
+ * most the bytes left; a thread with none yet has 0). 1 then, else 0 and
+ * nothing counted. As with tcmalloc's sampler, an allocation that then
+ * fails has counted too: the next sample comes that much sooner.
+ */
+static inline int plabel_heap_count(size_t n)
+{
+	int64_t left = plabel_heap_self.left;
+
+	if (__builtin_expect(left < 0 || (uint64_t)left < n, 0))
+		return 0;
+	plabel_heap_self.left = left - (int64_t)n;
+	return 1;
+}
+
+/*
  * The entry points: with sampling off, one load and a jump to glibc's
- * function (a tail call, no frame of their own); the rest out of line.
+ * function (a tail call, no frame of their own); with it on, malloc and
+ * free take the common case (no sample due, a block never sampled)
+ * inline, the rest out of line.
  */
 static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
 {
@@ -207,7 +226,7 @@ static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
 
 PLABEL_EXPORT void *malloc(size_t n)
 {
-	if (!plabel_heap_on())
+	if (!plabel_heap_on() || plabel_heap_count(n))
 		return __libc_malloc(n);
 	return plabel_heap_malloc(n);
 }
@@ -220,7 +239,10 @@ static __attribute__((noinline)) void plabel_heap_free(void *p)
 
 PLABEL_EXPORT void free(void *p)
 {
-	if (plabel_heap_none())
+	struct plabel_heap_tab *t;
+
+	t = __atomic_load_n(&plabel_heap_table, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!t || !plabel_heap_tab_maybe(t, (uintptr_t)p), 1))
 		return __libc_free(p);
 	plabel_heap_free(p);
 }

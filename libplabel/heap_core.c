@@ -6,27 +6,36 @@
 
 #include "heap_core.h"
 
-static uint32_t tab_hash(uintptr_t addr)
-{
-	/* blocks are 16-byte aligned: their low bits say nothing */
-	return (uint32_t)(((uint64_t)(addr >> 4) * 0x9E3779B97F4A7C15ULL) >>
-			  (64 - PLABEL_HEAP_TAB_BITS));
-}
-
+/*
+ * Take the first empty or removed slot of addr's probes; mark each slot
+ * that holds another block PASSED on the way, before addr is in a later
+ * one (release: a lookup that sees addr's block sees the marks).
+ */
 __attribute__((visibility("hidden")))
 int plabel_heap_tab_insert(struct plabel_heap_tab *t, uintptr_t addr)
 {
-	uint32_t i = tab_hash(addr), n;
+	uint32_t i = plabel_heap_tab_hash(addr), n;
 
 	for (n = 0; n < PLABEL_HEAP_TAB_PROBE; n++) {
 		uintptr_t *s = &t->slot[(i + n) & (PLABEL_HEAP_TAB_SLOTS - 1)];
 		uintptr_t v = __atomic_load_n(s, __ATOMIC_RELAXED);
 
-		while (v == 0 || v == PLABEL_HEAP_TAB_GONE) {
-			if (__atomic_compare_exchange_n(s, &v, addr, 0,
-							__ATOMIC_RELEASE,
-							__ATOMIC_RELAXED))
-				return 0;
+		for (;;) {
+			if (!(v & ~PLABEL_HEAP_TAB_FLAGS)) {
+				/* empty or removed: keep its PASSED */
+				if (__atomic_compare_exchange_n(s, &v,
+						addr | (v & PLABEL_HEAP_TAB_PASSED),
+						0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+					return 0;
+				continue;
+			}
+			if ((v & PLABEL_HEAP_TAB_PASSED) ||
+			    __atomic_compare_exchange_n(s, &v,
+						v | PLABEL_HEAP_TAB_PASSED, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+				break;
 		}
 	}
 	return -1;
@@ -35,18 +44,23 @@ int plabel_heap_tab_insert(struct plabel_heap_tab *t, uintptr_t addr)
 __attribute__((visibility("hidden")))
 int plabel_heap_tab_remove(struct plabel_heap_tab *t, uintptr_t addr)
 {
-	uint32_t i = tab_hash(addr), n;
+	uint32_t i = plabel_heap_tab_hash(addr), n;
 
 	for (n = 0; n < PLABEL_HEAP_TAB_PROBE; n++) {
 		uintptr_t *s = &t->slot[(i + n) & (PLABEL_HEAP_TAB_SLOTS - 1)];
 		uintptr_t v = __atomic_load_n(s, __ATOMIC_ACQUIRE);
 
-		if (!v)
+		while ((v & ~PLABEL_HEAP_TAB_FLAGS) == addr) {
+			/* removed, its PASSED kept (one may come meanwhile) */
+			if (__atomic_compare_exchange_n(s, &v,
+					PLABEL_HEAP_TAB_GONE |
+					(v & PLABEL_HEAP_TAB_PASSED), 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				return 1;
+		}
+		/* no insert went past: addr is not further on */
+		if (!(v & PLABEL_HEAP_TAB_PASSED))
 			return 0;
-		if (v == addr)
-			return __atomic_compare_exchange_n(
-				s, &v, PLABEL_HEAP_TAB_GONE, 0,
-				__ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	}
 	return 0;
 }

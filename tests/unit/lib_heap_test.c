@@ -27,7 +27,7 @@ static size_t tab_live(const struct plabel_heap_tab *t)
 	size_t i, n = 0;
 
 	for (i = 0; i < PLABEL_HEAP_TAB_SLOTS; i++)
-		n += t->slot[i] > PLABEL_HEAP_TAB_GONE;
+		n += (t->slot[i] & ~PLABEL_HEAP_TAB_FLAGS) != 0;
 	return n;
 }
 
@@ -68,6 +68,52 @@ TEST(table_half_full)
 		found += plabel_heap_tab_remove(t, 0x10000 + 16 * i);
 	EXPECT_EQ(n, found);
 	EXPECT_EQ(0, tab_live(t));
+	free(t);
+}
+
+/*
+ * free's filter: "not there" for a block sampled before and freed since
+ * (allocators hand the same blocks out again), never "not there" for a
+ * block that is (one whose first slot another block took, which went on
+ * to a later one, included), and "not there" for most of the others.
+ */
+TEST(table_filter_never_misses)
+{
+	struct plabel_heap_tab *t = tab_new();
+	uintptr_t base = 0x7f0000000000ULL, a, b = 0;
+	size_t i, n = 4096, missed = 0, passed = 0;
+
+	ASSERT_NE(NULL, t);
+	EXPECT_EQ(0, plabel_heap_tab_maybe(t, base));
+	/* a block sampled, freed and handed out again: one load */
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, plabel_heap_tab_insert(t, base));
+		EXPECT_EQ(1, plabel_heap_tab_maybe(t, base));
+		EXPECT_EQ(1, plabel_heap_tab_remove(t, base));
+		EXPECT_EQ(0, plabel_heap_tab_maybe(t, base));
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, plabel_heap_tab_insert(t, base + 16 * 977 * i));
+	/* two blocks of one first slot: the second sits further on */
+	a = base + 16;
+	for (i = 2; !b && i < (1U << 24); i++)
+		if (plabel_heap_tab_hash(base + 16 * i) ==
+		    plabel_heap_tab_hash(a))
+			b = base + 16 * i;
+	ASSERT_NE(0, b);
+	ASSERT_EQ(0, plabel_heap_tab_insert(t, a));
+	ASSERT_EQ(0, plabel_heap_tab_insert(t, b));
+	EXPECT_EQ(1, plabel_heap_tab_remove(t, a));
+	EXPECT_EQ(1, plabel_heap_tab_maybe(t, b));
+	for (i = 0; i < n; i++)
+		missed += !plabel_heap_tab_maybe(t, base + 16 * 977 * i);
+	EXPECT_EQ(0, missed);
+	/* of blocks never put in, those passed on to the table's lookup */
+	for (i = 0; i < 100000; i++)
+		passed += plabel_heap_tab_maybe(t, base + 0x100000000ULL +
+					       16 * i);
+	TH_LOG("%zu of 100000 others passed with %zu slots taken", passed, n);
+	EXPECT_GT(20000, passed);
 	free(t);
 }
 
