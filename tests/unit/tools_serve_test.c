@@ -1200,35 +1200,23 @@ static int64_t file_total(const char *path)
 }
 
 /*
- * record --every 1s --off-cpu: offcpu-STAMP and wall-STAMP per interval,
- * each wait in the interval it ended in, whole: one of 0.1 s within the
- * first, one of 2 s from the first to the third (its END written when
- * it comes, after a window opened that never saw its start).
+ * For a server started by every_start*(): two waits of set 1 in this
+ * process, once the server has surely started (one stamped before its
+ * first window would be in none): a sleep from 0.2 s to 2.2 s, its END
+ * written once that time has come (in the third interval), and an I/O
+ * wait from 0.3 to 0.4 s of another thread. Then the server's end:
+ * exit status 0.
  */
-TEST_F(srv, rotating_files_with_waits)
+static void every_waits(struct __test_metadata *_metadata,
+			FIXTURE_DATA(srv) *self)
 {
 	static const uint64_t ips[] = { 0x401000 };
-	char dir[] = "/tmp/plabel-every-XXXXXX";
 	uint32_t me = (uint32_t)getpid();
-	static struct sbuf b;
-	int64_t got, total = 0, most = 0;
-	int noff = 0, nwall = 0, st = -1;
 	struct plabel_rec_sample *s;
-	struct dirent *de;
+	static struct sbuf b;
+	int st = -1;
 	uint64_t t0;
-	DIR *d;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
-	ASSERT_EQ(0, pipe(self->rec));
-	b.len = 0;
-	sb_stream(&b, 10000000);
-	sb_labelset(&b, 1, kv_alpha, 2);
-	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	every_start(_metadata, self, dir, 0, 1);
-	/*
-	 * the waits stamped once the server has surely started: one
-	 * stamped before its first window would be in none
-	 */
 	usleep(300000);
 	t0 = mono_ns();
 	b.len = 0;
@@ -1255,6 +1243,31 @@ TEST_F(srv, rotating_files_with_waits)
 	close(self->rec[1]);
 	EXPECT_TRUE(WIFEXITED(st));
 	EXPECT_EQ(0, WEXITSTATUS(st));
+}
+
+/*
+ * record --every 1s --off-cpu: offcpu-STAMP and wall-STAMP per interval,
+ * each wait in the interval it ended in, whole: one of 0.1 s within the
+ * first, one of 2 s from the first to the third (its END written when
+ * it comes, after a window opened that never saw its start).
+ */
+TEST_F(srv, rotating_files_with_waits)
+{
+	char dir[] = "/tmp/plabel-every-XXXXXX";
+	static struct sbuf b;
+	int64_t got, total = 0, most = 0;
+	int noff = 0, nwall = 0;
+	struct dirent *de;
+	DIR *d;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, pipe(self->rec));
+	b.len = 0;
+	sb_stream(&b, 10000000);
+	sb_labelset(&b, 1, kv_alpha, 2);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	every_start(_metadata, self, dir, 0, 1);
+	every_waits(_metadata, self);
 
 	d = opendir(dir);
 	ASSERT_NE(NULL, d);
@@ -1337,9 +1350,7 @@ static int count_str(const char *s, const char *what)
  */
 TEST_F(srv, rotating_timelines)
 {
-	static const uint64_t ips[] = { 0x401000 };
 	char dir[] = "/tmp/plabel-every-XXXXXX";
-	uint32_t me = (uint32_t)getpid();
 	struct plabel_serve_cfg cfg = {
 		.every_ns = 1000000000ULL,
 		.out_dir = dir,
@@ -1348,11 +1359,9 @@ TEST_F(srv, rotating_timelines)
 		.timeline_label = "worker=alpha",
 	};
 	char cpu_stamps[8][32], tl_stamps[8][32], long_stamp[32] = "";
-	int ncpu = 0, ntl = 0, sleeps = 0, ios = 0, st = -1, i;
+	int ncpu = 0, ntl = 0, sleeps = 0, ios = 0, i;
 	static struct sbuf b;
-	struct plabel_rec_sample *s;
 	struct dirent *de;
-	uint64_t t0;
 	DIR *d;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
@@ -1363,31 +1372,7 @@ TEST_F(srv, rotating_timelines)
 	sb_labelset(&b, 2, kv_beta, 1);
 	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
 	every_start_cfg(_metadata, self, &cfg);
-	usleep(300000);
-	t0 = mono_ns();
-	b.len = 0;
-	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
-	s->tid = me;
-	s->time_ns = t0 + 200000000ULL;
-	s->wait_kind = PLABEL_WAIT_SLEEP;
-	s = sb_sample(&b, PLABEL_REC_OFFCPU, 1, me, ips, 0, 1);
-	s->tid = me + 1;
-	s->time_ns = t0 + 300000000ULL;
-	s->wait_kind = PLABEL_WAIT_IO;
-	sb_offcpu_end(&b, me, me + 1, t0 + 300000000ULL, t0 + 400000000ULL);
-	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	while (mono_ns() < t0 + 2300000000ULL)
-		usleep(20000);
-	b.len = 0;
-	sb_offcpu_end(&b, me, me, t0 + 200000000ULL, t0 + 2200000000ULL);
-	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
-	ASSERT_EQ(self->child, waitpid(self->child, &st, 0));
-	self->child = 0;
-	self->f.stop = 1;
-	pthread_join(self->f.thr, NULL);
-	close(self->rec[1]);
-	EXPECT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(0, WEXITSTATUS(st));
+	every_waits(_metadata, self);
 
 	d = opendir(dir);
 	ASSERT_NE(NULL, d);
