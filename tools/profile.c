@@ -384,9 +384,19 @@ size_t plabel_add_map(struct plabel_prof *p, const struct plabel_pmap *m,
 	return i;
 }
 
-uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
-			     uint64_t limit, uint64_t offset, const char *file,
-			     const char *build_id)
+/*
+ * A string for the builder: from outside plabel (esc: escaped as
+ * plabel_prof_str_esc() says), or one a profile of this builder stored
+ * (already escaped: as it is).
+ */
+static const char *str_in(struct plabel_prof *p, const char *s, bool esc)
+{
+	return esc ? plabel_prof_str_esc(p, s, true) : str_get(p, s);
+}
+
+static uint64_t mapping_get(struct plabel_prof *p, uint64_t start,
+			    uint64_t limit, uint64_t offset, const char *file,
+			    const char *build_id, bool esc)
 {
 	struct plabel_pmap m = {
 		.start = start, .limit = limit, .offset = offset,
@@ -396,7 +406,7 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 
 	if (!p->built)
 		return 0;
-	m.file = plabel_prof_str_esc(p, file, true);
+	m.file = str_in(p, file, esc);
 	m.build_id = str_get(p, build_id);
 	if (!m.file || !m.build_id)
 		return 0;
@@ -420,6 +430,13 @@ uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
 	if (plabel_add_map(p, &m, true) == SIZE_MAX)
 		return 0;
 	return m.id;
+}
+
+uint64_t plabel_prof_mapping(struct plabel_prof *p, uint64_t start,
+			     uint64_t limit, uint64_t offset, const char *file,
+			     const char *build_id)
+{
+	return mapping_get(p, start, limit, offset, file, build_id, true);
 }
 
 static uint64_t func_hash(const char *name, const char *file)
@@ -464,10 +481,10 @@ static uint64_t loc_hash(uint64_t mapping_id, uint64_t address)
 			address);
 }
 
-uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
-			      uint64_t address,
-			      const struct plabel_prof_line *lines,
-			      size_t nlines)
+static uint64_t location_get(struct plabel_prof *p, uint64_t mapping_id,
+			     uint64_t address,
+			     const struct plabel_prof_line *lines,
+			     size_t nlines, bool esc)
 {
 	uint64_t h = loc_hash(mapping_id, address);
 	struct plabel_ploc l = { .mapping_id = mapping_id, .address = address };
@@ -495,10 +512,8 @@ uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
 			goto err_free;
 	}
 	for (i = 0; i < nlines; i++) {
-		const char *name = plabel_prof_str_esc(p, lines[i].function,
-						       true);
-		const char *file = plabel_prof_str_esc(p, lines[i].file,
-						       true);
+		const char *name = str_in(p, lines[i].function, esc);
+		const char *file = str_in(p, lines[i].file, esc);
 
 		if (!name || !file)
 			goto err_free;
@@ -531,6 +546,14 @@ err_free:
 	free(l.lines);
 	free(l.func_idx);
 	return 0;
+}
+
+uint64_t plabel_prof_location(struct plabel_prof *p, uint64_t mapping_id,
+			      uint64_t address,
+			      const struct plabel_prof_line *lines,
+			      size_t nlines)
+{
+	return location_get(p, mapping_id, address, lines, nlines, true);
 }
 
 static int label_cmp(const void *a, const void *b)
@@ -625,7 +648,7 @@ static bool locs_valid(const struct plabel_prof *p,
  */
 static int labels_get(struct plabel_prof *p,
 		      const struct plabel_prof_label *labels,
-		      size_t n, struct plabel_prof_label *out)
+		      size_t n, struct plabel_prof_label *out, bool esc)
 {
 	size_t i;
 
@@ -633,8 +656,8 @@ static int labels_get(struct plabel_prof *p,
 		if (!labels[i].key || !labels[i].value)
 			return -EINVAL;
 	for (i = 0; i < n; i++) {
-		out[i].key = plabel_prof_str_esc(p, labels[i].key, true);
-		out[i].value = plabel_prof_str_esc(p, labels[i].value, true);
+		out[i].key = str_in(p, labels[i].key, esc);
+		out[i].value = str_in(p, labels[i].value, esc);
 		if (!out[i].key || !out[i].value)
 			return -ENOMEM;
 	}
@@ -776,7 +799,7 @@ int plabel_prof_sample_values(struct plabel_prof *p, const uint64_t *loc_ids,
 		if (!sorted)
 			return -ENOMEM;
 	}
-	ret = labels_get(p, labels, nlabels, sorted);
+	ret = labels_get(p, labels, nlabels, sorted, true);
 	if (!ret)
 		ret = sample_add(p, loc_ids, nlocs, sorted, nlabels,
 				 pid, tid, vals);
@@ -799,7 +822,7 @@ int plabel_prof_labelset(struct plabel_prof *p,
 	ls.labels = malloc((nlabels ? nlabels : 1) * sizeof(*ls.labels));
 	if (!ls.labels)
 		return -ENOMEM;
-	ret = labels_get(p, labels, nlabels, ls.labels);
+	ret = labels_get(p, labels, nlabels, ls.labels, true);
 	if (!ret && plabel_grow(&p->lsets, &p->caplsets, p->nlsets,
 				sizeof(*p->lsets)))
 		ret = -ENOMEM;
@@ -838,6 +861,105 @@ int plabel_prof_sample_labelset_values(struct plabel_prof *p,
 	ls = &p->lsets[labelset - 1];
 	return sample_add(p, loc_ids, nlocs, ls->labels, ls->n, pid,
 			  tid, vals);
+}
+
+/* Base's sample s into p with its values negated. 0 or -ENOMEM. */
+static int sample_sub(struct plabel_prof *p, const struct plabel_prof *base,
+		      const struct plabel_psample *s, const uint64_t *loc_of,
+		      uint64_t *locs, struct plabel_prof_label *labels)
+{
+	int64_t neg[PLABEL_KIND_MAX_VALUES] = { 0 };
+	int64_t pid = -1, tid = -1;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < s->nlocs; i++)
+		locs[i] = loc_of[plabel_find_loc(base, s->locs[i])];
+	for (i = 0; i < s->nnum; i++) {
+		if (s->num[i].key == base->pid_key)
+			pid = s->num[i].num;
+		else if (s->num[i].key == base->tid_key)
+			tid = s->num[i].num;
+	}
+	/* a nanoseconds-only kind keeps its one value as vals[1] */
+	for (i = 0; i < base->nstypes && i < PLABEL_KIND_MAX_VALUES; i++)
+		neg[p->nanos_only ? 1 : i] =
+			(int64_t)(0 - (uint64_t)s->values[i]);
+	ret = labels_get(p, s->labels, s->nlabels, labels, false);
+	return ret ? ret : sample_add(p, locs, s->nlocs, labels, s->nlabels,
+				      pid, tid, neg);
+}
+
+int plabel_prof_subtract(struct plabel_prof *p, const struct plabel_prof *base)
+{
+	struct plabel_prof_label *labels = NULL;
+	uint64_t *map_of = NULL, *loc_of = NULL, *locs = NULL;
+	size_t i, v, n, maxlocs = 1, maxlabels = 1;
+	int ret = -ENOMEM;
+
+	if (!p->built || !base->built || p->nstypes != base->nstypes ||
+	    p->nanos_only != base->nanos_only)
+		return -EINVAL;
+	for (i = 0; i < p->nstypes; i++)
+		if (strcmp(p->stypes[i].type, base->stypes[i].type))
+			return -EINVAL;
+	for (i = 0; i < base->nsamples; i++) {
+		if (base->samples[i].nlocs > maxlocs)
+			maxlocs = base->samples[i].nlocs;
+		if (base->samples[i].nlabels > maxlabels)
+			maxlabels = base->samples[i].nlabels;
+	}
+	map_of = calloc(base->nmaps + 1, sizeof(*map_of));
+	loc_of = calloc(base->nlocs + 1, sizeof(*loc_of));
+	locs = calloc(maxlocs, sizeof(*locs));
+	labels = calloc(maxlabels, sizeof(*labels));
+	if (!map_of || !loc_of || !locs || !labels)
+		goto out;
+	/* the same mapping, location or string is found, not made again */
+	for (i = 0; i < base->nmaps; i++) {
+		const struct plabel_pmap *m = &base->maps[i];
+
+		map_of[i] = mapping_get(p, m->start, m->limit, m->offset,
+					m->file, m->build_id, false);
+		if (!map_of[i])
+			goto out;
+	}
+	for (i = 0; i < base->nlocs; i++) {
+		const struct plabel_ploc *l = &base->locs[i];
+		uint64_t mid = l->mapping_id ?
+			       map_of[plabel_find_map(base, l->mapping_id)] : 0;
+
+		loc_of[i] = location_get(p, mid, l->address, l->lines,
+					 l->nlines, false);
+		if (!loc_of[i])
+			goto out;
+	}
+	for (i = 0; i < base->nsamples; i++) {
+		ret = sample_sub(p, base, &base->samples[i], loc_of, locs,
+				 labels);
+		if (ret)
+			goto out;
+	}
+	/* what is the same in both is gone */
+	for (i = n = 0; i < p->nsamples; i++) {
+		for (v = 0; v < p->nstypes && !p->samples[i].values[v]; v++)
+			;
+		if (v == p->nstypes)
+			sample_release(&p->samples[i]);
+		else
+			p->samples[n++] = p->samples[i];
+	}
+	p->nsamples = n;
+	plabel_itab_clear(&p->sample_h);
+	for (i = 0; i < n; i++)
+		plabel_itab_put(&p->sample_h, p->samples[i].hash, i);
+	ret = 0;
+out:
+	free(map_of);
+	free(loc_of);
+	free(locs);
+	free(labels);
+	return ret;
 }
 
 /* ---- read access ---- */

@@ -158,6 +158,16 @@ int plabel_prof_sample_labelset_values(struct plabel_prof *p,
 				       uint32_t labelset, int64_t pid,
 				       int64_t tid, const int64_t *vals);
 
+/*
+ * p minus base, both made by plabel_prof_new() with the same kind (Go's
+ * delta profiles: a later profile less an earlier one): every sample of
+ * base is added to p with its values negated, and the samples whose
+ * values are all 0 then go. Base's mappings, locations and labels are
+ * matched as they were stored (not escaped again). 0, -EINVAL (not two
+ * built profiles of one kind) or -ENOMEM (p then half done: drop it).
+ */
+int plabel_prof_subtract(struct plabel_prof *p, const struct plabel_prof *base);
+
 /* Gzipped profile.proto to path ("-" for stdout). 0 or a negative errno. */
 int plabel_prof_write(const struct plabel_prof *p, const char *path);
 /* The same into a malloc()ed buffer. */

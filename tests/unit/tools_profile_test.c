@@ -467,6 +467,103 @@ TEST(threadcreate_kind)
 	plabel_prof_free(q);
 }
 
+/*
+ * A heap profile with the sample (leaf at addr in mapping map, function
+ * fn; label endpoint=ep; pid 7) of values v.
+ */
+static int heap_sample(struct plabel_prof *p, uint64_t map, uint64_t addr,
+		       const char *fn, const char *ep, const int64_t *v)
+{
+	struct plabel_prof_line l = { fn, "h.c", 3 };
+	struct plabel_prof_label lab = { "endpoint", ep };
+	uint64_t loc = plabel_prof_location(p, map, addr, &l, 1);
+
+	return loc ? plabel_prof_sample_values(p, &loc, 1, &lab, 1, 7, -1, v) :
+		     -ENOMEM;
+}
+
+static const struct plabel_prof_sample_info *
+find_sample(const struct plabel_prof *p, const char *fn,
+	    struct plabel_prof_sample_info *si)
+{
+	struct plabel_prof_location_info li;
+	size_t i;
+
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		plabel_prof_get_sample(p, i, si);
+		if (si->nlocs == 1 &&
+		    !plabel_prof_find_location(p, si->loc_ids[0], &li) &&
+		    li.nlines == 1 && !strcmp(fn, li.lines[0].function))
+			return si;
+	}
+	return NULL;
+}
+
+TEST(subtract_is_a_delta)
+{
+	struct plabel_prof *p0 = plabel_prof_new(PLABEL_PROF_HEAP, 0);
+	struct plabel_prof *p1 = plabel_prof_new(PLABEL_PROF_HEAP, 0);
+	struct plabel_prof *cpu = plabel_prof_new(PLABEL_PROF_CPU, 1);
+	const int64_t a0[] = { 2, 200, 1, 100 }, a1[] = { 5, 500, 1, 100 };
+	const int64_t same[] = { 1, 10, 1, 10 }, gone[] = { 1, 5, 1, 5 };
+	const int64_t fresh[] = { 3, 30, 3, 30 };
+	/* a label and a name that are stored escaped */
+	const char *odd = "/a\\b\x01";
+	struct plabel_prof_sample_info si;
+	struct plabel_prof_mapping_info mi;
+	uint64_t m0, m1, m2;
+
+	ASSERT_TRUE(p0 && p1 && cpu);
+	m0 = plabel_prof_mapping(p0, 0x1000, 0x9000, 0, "/bin/h", "ab");
+	m2 = plabel_prof_mapping(p0, 0x10000, 0x19000, 0, "/lib/x\\y.so",
+				 NULL);
+	m1 = plabel_prof_mapping(p1, 0x1000, 0x9000, 0, "/bin/h", "ab");
+	ASSERT_TRUE(m0 && m1 && m2);
+	ASSERT_EQ(0, heap_sample(p0, m0, 0x1100, "alloc_a", odd, a0));
+	ASSERT_EQ(0, heap_sample(p0, m0, 0x1200, "alloc_b", "/b", same));
+	ASSERT_EQ(0, heap_sample(p0, m2, 0x10100, "gone\\fn", odd, gone));
+	ASSERT_EQ(0, heap_sample(p1, m1, 0x1200, "alloc_b", "/b", same));
+	ASSERT_EQ(0, heap_sample(p1, m1, 0x1300, "alloc_d", "/d", fresh));
+	ASSERT_EQ(0, heap_sample(p1, m1, 0x1100, "alloc_a", odd, a1));
+	EXPECT_EQ(-EINVAL, plabel_prof_subtract(cpu, p0));
+	EXPECT_EQ(-EINVAL, plabel_prof_subtract(p1, cpu));
+	ASSERT_EQ(0, plabel_prof_subtract(p1, p0));
+
+	/* the same in both: gone; the rest p1 - p0, negative included */
+	ASSERT_EQ(3, plabel_prof_num_samples(p1));
+	EXPECT_EQ(NULL, find_sample(p1, "alloc_b", &si));
+	ASSERT_NE(NULL, find_sample(p1, "alloc_a", &si));
+	EXPECT_EQ(3, si.values[0]);
+	EXPECT_EQ(300, si.values[1]);
+	EXPECT_EQ(0, si.values[2]);
+	EXPECT_EQ(0, si.values[3]);
+	ASSERT_EQ(1, si.nlabels);
+	/* matched as stored: one sample, its label not escaped twice */
+	EXPECT_STREQ("/a\\\\b\\x01", si.labels[0].value);
+	ASSERT_NE(NULL, find_sample(p1, "alloc_d", &si));
+	EXPECT_EQ(30, si.values[3]);
+	ASSERT_NE(NULL, find_sample(p1, "gone\\\\fn", &si));
+	EXPECT_EQ(-1, si.values[0]);
+	EXPECT_EQ(-5, si.values[1]);
+	EXPECT_EQ(-1, si.values[2]);
+	EXPECT_EQ(-5, si.values[3]);
+	ASSERT_EQ(1, si.nnumlabels);
+	EXPECT_STREQ("pid", si.numlabels[0].key);
+	EXPECT_EQ(7, si.numlabels[0].num);
+	/* base's other mapping came along, its file as stored */
+	ASSERT_EQ(2, plabel_prof_num_mappings(p1));
+	plabel_prof_get_mapping(p1, 1, &mi);
+	EXPECT_STREQ("/lib/x\\\\y.so", mi.file);
+	/* adding to it after still merges with what is left */
+	ASSERT_EQ(0, heap_sample(p1, m1, 0x1100, "alloc_a", odd, a0));
+	EXPECT_EQ(3, plabel_prof_num_samples(p1));
+	ASSERT_NE(NULL, find_sample(p1, "alloc_a", &si));
+	EXPECT_EQ(5, si.values[0]);
+	plabel_prof_free(p0);
+	plabel_prof_free(p1);
+	plabel_prof_free(cpu);
+}
+
 /* ---- corrupt input ---- */
 
 static uint8_t *pack(Perftools__Profiles__Profile *pb, size_t *len)
