@@ -374,6 +374,14 @@ struct serve_win {
 	int64_t stamp_ns;	/* --every's heap: its interval's start */
 	/* heap: what it was primed with, records and allocations */
 	uint64_t heap_live, heap_freed, heap_freed_n;
+	/*
+	 * heap?seconds=N: the profile as it was at the request (built
+	 * first), which the one N s later less it answers; base_wall_ns
+	 * when it was
+	 */
+	int delta;
+	struct plabel_prof *base;
+	int64_t base_wall_ns;
 	struct plabel_serve_filter filt;
 	uint64_t memo_set;	/* label filter: the set last matched */
 	int memo_ok;
@@ -455,6 +463,7 @@ static void serve_win_free(struct serve_win *w)
 	if (!w)
 		return;
 	plabel_collect_free(w->col);
+	plabel_prof_free(w->base);
 	if (w->tl)
 		plabel_tl_release(w->tl);
 	free(w->tl);
@@ -557,6 +566,12 @@ static void serve_prime(struct serve *srv, struct serve_win *w)
 			serve_win_add(w, r->raw, r->size);
 		free(r);
 		w->threads_dropped = log->threads_dropped;
+	}
+	if (w->kind == PLABEL_PROF_HEAP && w->base) {
+		/* the profile to answer with: its time from the first's */
+		w->wall_ns = serve_wall_ns();
+		w->dur_ns = w->wall_ns > w->base_wall_ns ?
+			    (uint64_t)(w->wall_ns - w->base_wall_ns) : 0;
 	}
 	if (w->kind == PLABEL_PROF_HEAP)
 		serve_heap_prime(srv, w);
@@ -1227,9 +1242,13 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 	struct plabel_dec d;
 	int ret;
 
-	/* new windows get the state as it was before these records */
+	/*
+	 * new windows get the state as it was before these records; the
+	 * second half of a heap delta once its seconds are over
+	 */
 	for (w = srv->open; w; w = w->next)
-		if (!w->primed && (w->req || w->file))
+		if (!w->primed && (w->req || w->file) &&
+		    !(w->base && now < w->end_ns))
 			serve_prime(srv, w);
 	/* the state first: a label set may come after its first sample */
 	plabel_dec_init(&d, buf, len);
@@ -1246,6 +1265,10 @@ static void serve_feed(struct serve *srv, const uint8_t *buf, size_t len,
 			*pw = w->next;
 			srv->active--;
 			serve_win_free(w);
+			continue;
+		}
+		if (!w->primed) {
+			pw = &w->next;	/* a heap delta waiting */
 			continue;
 		}
 		plabel_dec_init(&d, buf, len);
@@ -1293,9 +1316,14 @@ static int serve_poll_ms(struct serve *srv)
 	int ms = PLABEL_SERVE_POLL_MS;
 
 	pthread_mutex_lock(&srv->lock);
-	for (w = srv->open; w; w = w->next)
-		if (w->end_ns + PLABEL_SERVE_SETTLE_MARGIN_NS < first)
-			first = w->end_ns + PLABEL_SERVE_SETTLE_MARGIN_NS;
+	for (w = srv->open; w; w = w->next) {
+		/* a heap delta is primed at its end, not settled */
+		uint64_t at = w->end_ns + (w->base && !w->primed ? 0 :
+					   PLABEL_SERVE_SETTLE_MARGIN_NS);
+
+		if (at < first)
+			first = at;
+	}
 	pthread_mutex_unlock(&srv->lock);
 	if (first != UINT64_MAX) {
 		uint64_t left = first > now ? first - now : 0;
@@ -1440,7 +1468,15 @@ static int serve_build(struct serve *srv, struct serve_win *w,
 	ret = plabel_collect_finish(w->col, w->wall_ns, dur, profs);
 	if (ret)
 		return ret;
-	if (w->allocs)
+	if (w->base) {
+		ret = plabel_prof_subtract(profs[w->kind], w->base);
+		snprintf(comment, sizeof(comment),
+			 "heap: what changed over %u s (seconds=%u): this profile less the one at its start",
+			 w->secs, w->secs);
+		if (!ret && plabel_prof_add_comment(profs[w->kind], comment))
+			ret = -ENOMEM;
+	}
+	if (!ret && w->allocs)
 		ret = plabel_prof_set_default_type(profs[w->kind],
 						   "alloc_space");
 	if (!ret)
@@ -1547,6 +1583,50 @@ static int serve_write_files(struct serve *srv, struct serve_win *w)
 	return ret ? 1 : 0;
 }
 
+static int serve_win_col(struct serve *srv, struct serve_win *w);
+
+/*
+ * heap?seconds=N, its first half (lock held, dropped meanwhile): build
+ * the profile of the heap now, keep it as w's base and put w back on the
+ * open list with a fresh collector, for the reader to prime once its
+ * seconds are over. Answered at once if that fails or the server stops.
+ */
+static void serve_delta_base(struct serve *srv, struct serve_win *w)
+{
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS] = { NULL };
+	size_t k;
+	int ret;
+
+	pthread_mutex_unlock(&srv->lock);
+	ret = plabel_collect_finish(w->col, w->base_wall_ns, 0, profs);
+	if (!ret) {
+		w->base = profs[w->kind];
+		profs[w->kind] = NULL;
+		ret = serve_win_col(srv, w);
+	}
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	pthread_mutex_lock(&srv->lock);
+	if (!ret && w->req && !srv->stopping) {
+		w->primed = 0;
+		w->heap_live = w->heap_freed = w->heap_freed_n = 0;
+		w->next = srv->open;
+		srv->open = w;
+		serve_wake(srv);
+		return;
+	}
+	if (w->req)
+		serve_answer_text(srv, w->req, srv->stopping ?
+				  MHD_HTTP_SERVICE_UNAVAILABLE :
+				  MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  srv->stopping ? "the server is stopping" :
+				  ret == -ENOMEM ?
+				  "out of memory building the profile" :
+				  "cannot build the profile");
+	srv->active--;
+	serve_win_free(w);
+}
+
 static void *serve_finisher(void *arg)
 {
 	struct serve *srv = arg;
@@ -1589,6 +1669,10 @@ static void *serve_finisher(void *arg)
 						  "the server is stopping");
 			srv->active--;
 			serve_win_free(w);
+			continue;
+		}
+		if (w->delta && !w->base && !w->err) {
+			serve_delta_base(srv, w);
 			continue;
 		}
 		pthread_mutex_unlock(&srv->lock);
@@ -1649,7 +1733,7 @@ static const char serve_index_html[] =
 	"<table>\n"
 	"<tr><td><a href=\"profile?seconds=30\">profile</a></td><td>CPU profile of the next N seconds (?seconds=N, default 30); filters: pid=PID[,PID..], label=KEY:VALUE</td></tr>\n"
 	"<tr><td><a href=\"threadcreate\">threadcreate</a></td><td>thread creations since the server started, with their creators' stacks and labels</td></tr>\n"
-	"<tr><td><a href=\"heap\">heap</a></td><td>with plabel serve --heap: allocations sampled since the server started in programs run with plabel run --heap, and those still in use (inuse_space shown first)</td></tr>\n"
+	"<tr><td><a href=\"heap\">heap</a></td><td>with plabel serve --heap: allocations sampled since the server started in programs run with plabel run --heap, and those still in use (inuse_space shown first); ?seconds=N: what changed over the next N seconds</td></tr>\n"
 	"<tr><td><a href=\"allocs\">allocs</a></td><td>the same, alloc_space shown first</td></tr>\n"
 	"<tr><td><a href=\"goroutine?debug=1\">goroutine</a></td><td>every thread of the processes served, now: its labels, state and stack (?debug=1: as text); filter: pid=PID[,PID..]</td></tr>\n"
 	"</table>\n"
@@ -1886,6 +1970,22 @@ static struct plabel_syms *serve_syms(struct serve *srv)
 	return s;
 }
 
+/* A fresh collector for window w, with its symbols. 0 or -ENOMEM. */
+static int serve_win_col(struct serve *srv, struct serve_win *w)
+{
+	plabel_collect_free(w->col);
+	w->col = plabel_collect_new(w->syms, PLABEL_COLLECT_PROC_MAPS |
+				    PLABEL_COLLECT_PID_LABELS |
+				    PLABEL_COLLECT_NAME_LABELS);
+	if (!w->col)
+		return -ENOMEM;
+	if (srv->hz)
+		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
+	if (srv->heap_bytes)
+		plabel_collect_set_heap_rate(w->col, srv->heap_bytes);
+	return 0;
+}
+
 /* A window with its own collector, or NULL. */
 static struct serve_win *serve_win_new(struct serve *srv)
 {
@@ -1893,18 +1993,10 @@ static struct serve_win *serve_win_new(struct serve *srv)
 
 	if (w)
 		w->syms = serve_syms(srv);
-	if (w && w->syms)
-		w->col = plabel_collect_new(w->syms, PLABEL_COLLECT_PROC_MAPS |
-					    PLABEL_COLLECT_PID_LABELS |
-					    PLABEL_COLLECT_NAME_LABELS);
-	if (!w || !w->col) {
+	if (!w || !w->syms || serve_win_col(srv, w)) {
 		serve_win_free(w);
 		return NULL;
 	}
-	if (srv->hz)
-		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
-	if (srv->heap_bytes)
-		plabel_collect_set_heap_rate(w->col, srv->heap_bytes);
 	return w;
 }
 
@@ -1946,12 +2038,8 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
 				  "heap and allocs take no pid= or label= filter (go tool pprof's -tagfocus does it)",
 				  NULL);
-	if ((route == PLABEL_ROUTE_HEAP || route == PLABEL_ROUTE_ALLOCS) &&
-	    q->seconds)
-		return serve_text(conn, MHD_HTTP_BAD_REQUEST,
-				  "heap and allocs take no seconds=N: they are since the server started, and scrapers take differences",
-				  NULL);
-	if (route == PLABEL_ROUTE_PROFILE &&
+	/* heap and allocs: since the start, or what changed over seconds=N */
+	if ((route == PLABEL_ROUTE_PROFILE || q->seconds) &&
 	    plabel_serve_parse_seconds(q->seconds, srv->max_seconds, &secs,
 				       &why)) {
 		char msg[160];
@@ -1995,6 +2083,10 @@ static enum MHD_Result serve_profile(struct serve *srv, struct serve_req *req,
 		w->start_ns = 0;
 		w->wall_ns = srv->wall0_ns;
 		w->dur_ns = w->end_ns - srv->t0_ns;
+	}
+	if (w->kind == PLABEL_PROF_HEAP && secs) {
+		w->delta = 1;
+		w->base_wall_ns = serve_wall_ns();
 	}
 	w->req = req;
 	req->win = w;
@@ -2162,7 +2254,8 @@ void plabel_serve_usage(FILE *f)
 	      "                                  with -a, the processes it may read,\n"
 	      "                                  at most " PLABEL_STR(PLABEL_SERVE_THREADS_MAX_PROCS) "\n"
 	      "  /debug/pprof/heap               with --heap: allocations sampled since\n"
-	      "                                  the start, and those in use\n"
+	      "                                  the start, and those in use;\n"
+	      "                                  ?seconds=N: what changed over N s\n"
 	      "  /debug/pprof/allocs             the same, alloc_space first\n"
 	      "  /debug/pprof/                   an index\n"
 	      "Other Go paths (block, mutex, trace) answer 404\n"

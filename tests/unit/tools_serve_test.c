@@ -933,12 +933,86 @@ TEST_F(srv, heap_and_allocs_since_the_start)
 	EXPECT_TRUE(resp_has_comment(&r, "heap: plabel serve keeps 2 blocks in use and 2 freed records standing for 101 allocations"));
 	EXPECT_TRUE(resp_has_comment(&r, "sampled allocations: 103, frees: 102 (of blocks sampled before recording or before a fork: 1)"));
 	free(r.body);
-	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?seconds=5", &r));
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?seconds=0", &r));
+	EXPECT_EQ(400, r.status);
+	free(r.body);
+	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?seconds=x", &r));
 	EXPECT_EQ(400, r.status);
 	free(r.body);
 	ASSERT_EQ(0, get(self->port, "/debug/pprof/heap?pid=1", &r));
 	EXPECT_EQ(400, r.status);
 	free(r.body);
+	srv_stop(_metadata, self);
+}
+
+/*
+ * heap?seconds=N: what changed over those seconds, as go tool pprof
+ * -base would show it. Before the request: 2 alpha blocks. During it: one
+ * of them freed, one beta block allocated. The delta has no alpha
+ * allocations, alpha in use down by one block, and the beta block both
+ * allocated and in use; the unchanged alpha block is in no sample.
+ */
+TEST_F(srv, heap_seconds_is_the_change_over_them)
+{
+	static const uint64_t ip = 0x401000;
+	static struct sbuf b;
+	const double rate = 4096;
+	double sa = 1 / (1 - exp(-1000 / rate));
+	double sb = 1 / (1 - exp(-3000 / rate));
+	struct fetch f = { .path = "/debug/pprof/heap?seconds=2" };
+	struct plabel_prof *p = NULL;
+	const char *err = NULL;
+	uint32_t me = (uint32_t)getpid();
+	int64_t v[2][4];
+	size_t dflt, i;
+	uint64_t t;
+
+	srv_heap_bytes = (uint64_t)rate;
+	srv_start(_metadata, self, 0, 8);
+	srv_heap_bytes = 0;
+	t = mono_ns();
+	b.len = 0;
+	sb_alloc(&b, 1, me, t, 0x10000, 1000, (uint64_t)rate, ip);
+	sb_alloc(&b, 1, me, t + 1, 0x20000, 1000, (uint64_t)rate, ip + 0x40);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	usleep(1500000);	/* settled */
+
+	f.port = self->port;
+	ASSERT_EQ(0, pthread_create(&f.thr, NULL, fetch_thr, &f));
+	usleep(700000);
+	t = mono_ns();
+	b.len = 0;
+	sb_free(&b, me, t, 0x10000);
+	sb_alloc(&b, 2, me, t + 1, 0x90000, 3000, (uint64_t)rate, ip + 0x100);
+	ASSERT_EQ(0, write_all(self->rec[1], b.data, b.len));
+	pthread_join(f.thr, NULL);
+	ASSERT_EQ(0, f.ret);
+	ASSERT_EQ(200, f.r.status);
+	ASSERT_EQ(0, heap_sums(&f.r, v, &dflt));
+	EXPECT_EQ(3, dflt);
+	EXPECT_EQ(0, v[0][0]);
+	EXPECT_EQ(0, v[0][1]);
+	EXPECT_EQ(-llround(sa), v[0][2]);
+	EXPECT_EQ(-llround(1000 * sa), v[0][3]);
+	EXPECT_EQ(llround(sb), v[1][0]);
+	EXPECT_EQ(llround(3000 * sb), v[1][1]);
+	EXPECT_EQ(llround(sb), v[1][2]);
+	EXPECT_EQ(llround(3000 * sb), v[1][3]);
+	EXPECT_TRUE(resp_has_comment(&f.r, "heap: what changed over 2 s (seconds=2)"));
+	ASSERT_EQ(0, plabel_prof_decode(f.r.body, f.r.len, &p, &err));
+	/* the block at ip + 0x40, unchanged, is in no sample */
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		struct plabel_prof_sample_info si;
+
+		plabel_prof_get_sample(p, i, &si);
+		EXPECT_TRUE(si.values[0] || si.values[1] || si.values[2] ||
+			    si.values[3]);
+	}
+	EXPECT_EQ(2, plabel_prof_num_samples(p));
+	EXPECT_LE(1900000000LL, plabel_prof_duration_nanos(p));
+	EXPECT_GE(3000000000LL, plabel_prof_duration_nanos(p));
+	plabel_prof_free(p);
+	free(f.r.body);
 	srv_stop(_metadata, self);
 }
 
