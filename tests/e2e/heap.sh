@@ -163,6 +163,7 @@ sleep 1	# every record settled
 curl -s -o "$D/heap.pb.gz" -w '%{http_code}\n' "$URL/heap" >"$D.code"
 go tool pprof -top "$URL/allocs" >"$D.allocs" 2>&1
 go tool pprof -top "$URL/heap" >"$D.heap" 2>&1
+go tool pprof -comments "$URL/heap?seconds=2" >"$D.delta" 2>&1
 touch "$D.hold"
 wait "$HU"
 rc=$?
@@ -181,8 +182,10 @@ t_ok "serve: alpha's share of inuse_space within 6 points" \
 	e2e_between "$off" -6 6
 t_ok "serve: heap_work under alpha, called by alloc_alpha" \
 	e2e_trace "$D/heap.pb.gz" "endpoint: *alpha" heap_work alloc_alpha
-t_ok "serve: heap?seconds=5 is refused with 400" \
-	sh -c 'test "$(curl -s -o /dev/null -w "%{http_code}" "$1/heap?seconds=5")" = 400' - "$URL"
+t_ok "go tool pprof fetches heap?seconds=2 over HTTP: what changed over them" \
+	grep -q "heap: what changed over 2 s" "$D.delta"
+t_ok "serve: heap?seconds=0 is refused with 400" \
+	sh -c 'test "$(curl -s -o /dev/null -w "%{http_code}" "$1/heap?seconds=0")" = 400' - "$URL"
 kill "$SRV"
 wait "$SRV"
 t_ok "serve --heap stops with status 0 on SIGTERM" test $? = 0
