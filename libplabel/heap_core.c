@@ -9,7 +9,8 @@
 /*
  * Take the first empty or removed slot of addr's probes; mark each slot
  * that holds another block PASSED on the way, before addr is in a later
- * one (release: a lookup that sees addr's block sees the marks).
+ * one (release: a lookup that sees addr's block sees the marks). An addr
+ * met on the way is there already: one entry, which one free removes.
  */
 __attribute__((visibility("hidden")))
 int plabel_heap_tab_insert(struct plabel_heap_tab *t, uintptr_t addr)
@@ -21,6 +22,9 @@ int plabel_heap_tab_insert(struct plabel_heap_tab *t, uintptr_t addr)
 		uintptr_t v = __atomic_load_n(s, __ATOMIC_RELAXED);
 
 		for (;;) {
+			/* there already (freed where no free() saw it): once */
+			if ((v & ~PLABEL_HEAP_TAB_FLAGS) == addr)
+				return 0;
 			if (!(v & ~PLABEL_HEAP_TAB_FLAGS)) {
 				/* empty or removed: keep its PASSED */
 				if (__atomic_compare_exchange_n(s, &v,

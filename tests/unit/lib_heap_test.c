@@ -185,6 +185,90 @@ TEST(table_threads)
 	free(t);
 }
 
+/* An address inserted twice is one entry: one remove takes it out. */
+TEST(table_insert_twice_is_once)
+{
+	struct plabel_heap_tab *t = tab_new();
+
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, plabel_heap_tab_insert(t, 0x5000));
+	ASSERT_EQ(0, plabel_heap_tab_insert(t, 0x5000));
+	EXPECT_EQ(1, tab_live(t));
+	EXPECT_EQ(1, plabel_heap_tab_remove(t, 0x5000));
+	EXPECT_EQ(0, plabel_heap_tab_maybe(t, 0x5000) &&
+		     plabel_heap_tab_remove(t, 0x5000));
+	EXPECT_EQ(0, tab_live(t));
+	free(t);
+}
+
+#define COLLIDE_THREADS	4
+#define COLLIDE_EACH	8
+
+struct collider {
+	struct plabel_heap_tab *t;
+	uintptr_t addr[COLLIDE_EACH];
+	size_t bad;
+};
+
+/*
+ * Each round: all of the thread's blocks in, each found by the filter
+ * and removed once. Every block of every thread starts at one of two
+ * slots, so inserts race for the same slots and go past each other's.
+ */
+static void *collide(void *arg)
+{
+	struct collider *c = arg;
+	size_t round, i;
+
+	for (round = 0; round < 20000; round++) {
+		for (i = 0; i < COLLIDE_EACH; i++)
+			c->bad += plabel_heap_tab_insert(c->t, c->addr[i]) != 0;
+		for (i = 0; i < COLLIDE_EACH; i++)
+			c->bad += !plabel_heap_tab_maybe(c->t, c->addr[i]);
+		for (i = 0; i < COLLIDE_EACH; i++)
+			c->bad += plabel_heap_tab_remove(c->t, c->addr[i]) != 1;
+	}
+	return NULL;
+}
+
+TEST(table_threads_colliding)
+{
+	struct plabel_heap_tab *t = tab_new();
+	struct collider c[COLLIDE_THREADS];
+	pthread_t th[COLLIDE_THREADS];
+	uintptr_t a = 0x7f0000001000ULL;
+	uint32_t h0 = plabel_heap_tab_hash(a), h1 = (h0 + 1) & 0xffff;
+	size_t found = 0, i;
+	int k;
+
+	ASSERT_NE(NULL, t);
+	/* 32 page-aligned addresses whose first slot is h0 or h1 */
+	for (; found < COLLIDE_THREADS * COLLIDE_EACH &&
+	       a < 0x7f0000001000ULL + (1ULL << 40); a += 4096) {
+		uint32_t h = plabel_heap_tab_hash(a);
+
+		if (h == h0 || h == h1) {
+			c[found / COLLIDE_EACH].addr[found % COLLIDE_EACH] = a;
+			found++;
+		}
+	}
+	ASSERT_EQ(COLLIDE_THREADS * COLLIDE_EACH, found);
+	for (k = 0; k < COLLIDE_THREADS; k++) {
+		c[k].t = t;
+		c[k].bad = 0;
+		ASSERT_EQ(0, pthread_create(&th[k], NULL, collide, &c[k]));
+	}
+	for (k = 0; k < COLLIDE_THREADS; k++) {
+		pthread_join(th[k], NULL);
+		EXPECT_EQ(0, c[k].bad);
+	}
+	EXPECT_EQ(0, tab_live(t));
+	for (i = 0; i < found; i++)
+		EXPECT_EQ(0, plabel_heap_tab_remove(t, c[i / COLLIDE_EACH]
+						.addr[i % COLLIDE_EACH]));
+	free(t);
+}
+
 /* Exponential with the mean: mean within 1 %, P(X > mean) = 1/e. */
 TEST(interval_distribution)
 {
