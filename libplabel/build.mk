@@ -98,7 +98,7 @@ $(LIB_DIR)/obj/heap_core.o: libplabel/heap_core.c $(HEAP_CORE_HDRS)
 
 $(LIB_DIR)/obj/heap.o: libplabel/heap.c $(HEAP_CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -ftls-model=initial-exec -c -o $@ $<
+	$(CC) $(LIB_CFLAGS) -ftls-model=initial-exec -fno-plt -c -o $@ $<
 
 $(HEAP_LIB): $(LIB_DIR)/obj/heap.o $(LIB_DIR)/obj/heap_core.o libplabel/build.mk
 	@mkdir -p $(@D)

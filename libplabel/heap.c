@@ -7,15 +7,20 @@
  * into malloc); see Documentation/heap.rst.
  *
  * Cost: with no heap session running, one load of the interval from the
- * heap page /dev/plabel maps (0: off) per allocation, and per free a test
- * that no block was ever sampled, else a failed table lookup. While a
- * session runs, each thread counts the bytes it allocates down from an
- * interval drawn at random (heap_core.c); the allocation that crosses
- * zero is sampled: its address goes into the table and the kernel gets
- * one HEAP_ALLOC ioctl, which stamps it with the time, the thread's labels
- * and its stack. Freeing or reallocating a block found in the table is
- * one HEAP_FREE ioctl, made before the block goes back to the allocator
- * (so no later allocation at that address can be stamped before it).
+ * heap page /dev/plabel maps (0: off) per allocation, and per free one
+ * test of the block's address. While a session runs, each thread counts
+ * the bytes it allocates down from an interval drawn at random
+ * (heap_core.c); the allocation that would cross zero is sampled: it is
+ * made at a multiple of 4096 bytes and of at least 1040 (so that, freed,
+ * it does not come back as a small block at once from glibc's per-thread
+ * cache), its address goes into the table and the kernel gets one
+ * HEAP_ALLOC ioctl, which stamps it with the time, the thread's labels
+ * and its stack. A free passes on to the table only a block at such an
+ * address (or 16 bytes past one, where glibc puts the large blocks it
+ * maps, which calloc samples as they come); freeing or reallocating a
+ * block found there is one HEAP_FREE ioctl, made before the block goes
+ * back to the allocator (so no later allocation at that address can be
+ * stamped before it).
  *
  * Nothing here takes a lock or allocates: the table is one anonymous
  * mapping made at the first sample, the per-thread state is initial-exec
@@ -32,6 +37,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -63,7 +69,7 @@ static struct plabel_heap_tab *plabel_heap_table;
 static unsigned long plabel_heap_table_full;
 
 struct plabel_heap_thread {
-	int64_t left;		/* bytes until the next sample */
+	uint64_t left;		/* bytes until the next sample */
 	uint64_t rnd;		/* 0 until the thread's first interval */
 	int busy;		/* inside the sampling path */
 };
@@ -127,26 +133,22 @@ static void plabel_heap_report(void *p, size_t requested, uint64_t weight)
 	errno = saved;
 }
 
-/* The allocation p of n bytes crossed the thread's interval. */
-static __attribute__((noinline)) void
-plabel_heap_sample(struct plabel_heap_thread *self, void *p, size_t n)
-{
-	uint64_t mean = plabel_heap_pg->interval;
+/*
+ * Whether p may be a sampled block: sampled blocks start at a multiple of
+ * PLABEL_HEAP_SAMPLED_ALIGN (or 16 bytes past one: the large blocks glibc
+ * maps one by one, which calloc samples where they are), so every other
+ * free is one test of the address. NULL passes too. A sampled block takes
+ * at least PLABEL_HEAP_SAMPLED_MIN bytes, more than glibc's per-thread
+ * cache keeps: freed, it is not the next small block of its size, whose
+ * every free would pass the test (the cost that stays: heap.rst).
+ */
+#define PLABEL_HEAP_SAMPLED_ALIGN	4096
+#define PLABEL_HEAP_SAMPLED_MIN		1040
+#define PLABEL_HEAP_SAMPLED_MASK	((uintptr_t)(PLABEL_HEAP_SAMPLED_ALIGN - 1) & ~(uintptr_t)16)
 
-	if (self->busy || !mean)
-		return;
-	self->busy = 1;
-	if (!self->rnd) {
-		/* the thread's first interval, not a sample */
-		self->rnd = plabel_heap_seed(plabel_heap_now() ^
-					     ((uint64_t)syscall(SYS_gettid) << 32));
-		self->left = (int64_t)plabel_heap_interval(&self->rnd, mean);
-		self->busy = 0;
-		return;
-	}
-	self->left = (int64_t)plabel_heap_interval(&self->rnd, mean);
-	plabel_heap_report(p, n, mean);
-	self->busy = 0;
+static inline int plabel_heap_maybe_sampled(const void *p)
+{
+	return !((uintptr_t)p & PLABEL_HEAP_SAMPLED_MASK);
 }
 
 /* Sampling is on: the heap page says an interval. */
@@ -155,18 +157,99 @@ static inline int plabel_heap_on(void)
 	return __builtin_expect(plabel_heap_pg->interval != 0, 0);
 }
 
-/* While sampling: count n bytes of p down, sample p when they run out. */
-static inline void plabel_heap_alloced(void *p, size_t n)
+/*
+ * Count an allocation of n bytes down before it is made, when that does
+ * not end the thread's interval (n at most the bytes left; a thread with
+ * none drawn yet has 0): 1 then, else 0 and nothing counted. As with
+ * tcmalloc's sampler, an allocation that then fails has counted too: the
+ * next sample comes that much sooner.
+ */
+static inline int plabel_heap_count(size_t n)
 {
-	struct plabel_heap_thread *self;
+	uint64_t left = plabel_heap_self.left;
 
-	if (!p)
-		return;
-	self = &plabel_heap_self;
-	/* sizes above INT64_MAX never come back non-NULL */
-	self->left -= (int64_t)n;
-	if (self->left < 0)
-		plabel_heap_sample(self, p, n);
+	if (__builtin_expect(left < n, 0))
+		return 0;
+	plabel_heap_self.left = left - n;
+	return 1;
+}
+
+/*
+ * The allocation of n bytes ends the thread's interval (count() said 0):
+ * the interval to report it with when it is to be sampled, a new count
+ * drawn; else 0 (sampling just stopped, the thread's first count, or a
+ * call from inside the sampling path).
+ */
+static __attribute__((noinline)) uint64_t plabel_heap_due(void)
+{
+	struct plabel_heap_thread *self = &plabel_heap_self;
+	uint64_t mean = plabel_heap_pg->interval;
+
+	if (self->busy || !mean)
+		return 0;
+	if (!self->rnd) {
+		/* the thread's first interval, not a sample */
+		self->rnd = plabel_heap_seed(plabel_heap_now() ^
+					     ((uint64_t)syscall(SYS_gettid) << 32));
+		self->left = plabel_heap_interval(&self->rnd, mean);
+		return 0;
+	}
+	self->left = plabel_heap_interval(&self->rnd, mean);
+	return mean;
+}
+
+/* Whether an allocation of n bytes is to be sampled: its interval, or 0. */
+static inline uint64_t plabel_heap_sampling(size_t n)
+{
+	if (!plabel_heap_on() || plabel_heap_count(n))
+		return 0;
+	return plabel_heap_due();
+}
+
+/*
+ * A sampled block of n bytes at a multiple of align (a power of two) and
+ * of PLABEL_HEAP_SAMPLED_ALIGN, reported; NULL when glibc has none, and
+ * errno as it was (the caller falls back to the allocation asked for).
+ */
+static void *plabel_heap_take(size_t align, size_t n, uint64_t weight)
+{
+	int saved = errno;
+	void *p;
+
+	if (align < PLABEL_HEAP_SAMPLED_ALIGN)
+		align = PLABEL_HEAP_SAMPLED_ALIGN;
+	p = __libc_memalign(align, n < PLABEL_HEAP_SAMPLED_MIN ?
+				   PLABEL_HEAP_SAMPLED_MIN : n);
+	errno = saved;
+	if (p) {
+		plabel_heap_self.busy = 1;
+		plabel_heap_report(p, n, weight);
+		plabel_heap_self.busy = 0;
+	}
+	return p;
+}
+
+/*
+ * The entry points: with sampling off, one load and a jump to glibc's
+ * function (a tail call, no frame of their own); with it on, malloc
+ * counts its bytes down inline, and free of a block not sampled is one
+ * test of its address. The rest is out of line.
+ */
+static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
+{
+	uint64_t w = plabel_heap_due();
+	void *p;
+
+	if (w && (p = plabel_heap_take(1, n, w)))
+		return p;
+	return __libc_malloc(n);
+}
+
+PLABEL_EXPORT void *malloc(size_t n)
+{
+	if (!plabel_heap_on() || plabel_heap_count(n))
+		return __libc_malloc(n);
+	return plabel_heap_malloc(n);
 }
 
 /* p is going back to the allocator: its FREE first, if it was sampled. */
@@ -176,59 +259,17 @@ static __attribute__((noinline)) int plabel_heap_freeing(void *p)
 	struct plabel_heap_args a = { .size = sizeof(a) };
 	int saved;
 
+	if (!p || !plabel_heap_maybe_sampled(p))
+		return 0;
 	t = __atomic_load_n(&plabel_heap_table, __ATOMIC_ACQUIRE);
-	if (!t || !p || !plabel_heap_tab_remove(t, (uintptr_t)p))
+	if (!t || !plabel_heap_tab_maybe(t, (uintptr_t)p) ||
+	    !plabel_heap_tab_remove(t, (uintptr_t)p))
 		return 0;
 	saved = errno;
 	a.addr = (uintptr_t)p;
 	ioctl(plabel_heap_fd, PLABEL_IOC_HEAP_FREE, &a);
 	errno = saved;
 	return 1;
-}
-
-/* No block was ever sampled (or a fork child dropped them). */
-static inline int plabel_heap_none(void)
-{
-	return __builtin_expect(!__atomic_load_n(&plabel_heap_table,
-						 __ATOMIC_RELAXED), 1);
-}
-
-/*
- * Count an allocation of n bytes down before it is made, when that does
- * not end the thread's interval (as plabel_heap_alloced() counts: n at
- * most the bytes left; a thread with none yet has 0). 1 then, else 0 and
- * nothing counted. As with tcmalloc's sampler, an allocation that then
- * fails has counted too: the next sample comes that much sooner.
- */
-static inline int plabel_heap_count(size_t n)
-{
-	int64_t left = plabel_heap_self.left;
-
-	if (__builtin_expect(left < 0 || (uint64_t)left < n, 0))
-		return 0;
-	plabel_heap_self.left = left - (int64_t)n;
-	return 1;
-}
-
-/*
- * The entry points: with sampling off, one load and a jump to glibc's
- * function (a tail call, no frame of their own); with it on, malloc and
- * free take the common case (no sample due, a block never sampled)
- * inline, the rest out of line.
- */
-static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
-{
-	void *p = __libc_malloc(n);
-
-	plabel_heap_alloced(p, n);
-	return p;
-}
-
-PLABEL_EXPORT void *malloc(size_t n)
-{
-	if (!plabel_heap_on() || plabel_heap_count(n))
-		return __libc_malloc(n);
-	return plabel_heap_malloc(n);
 }
 
 static __attribute__((noinline)) void plabel_heap_free(void *p)
@@ -241,64 +282,114 @@ PLABEL_EXPORT void free(void *p)
 {
 	struct plabel_heap_tab *t;
 
+	if (__builtin_expect(!plabel_heap_maybe_sampled(p), 1))
+		return __libc_free(p);
 	t = __atomic_load_n(&plabel_heap_table, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(!t || !plabel_heap_tab_maybe(t, (uintptr_t)p), 1))
+	if (!t || !plabel_heap_tab_maybe(t, (uintptr_t)p))
 		return __libc_free(p);
 	plabel_heap_free(p);
 }
 
-static __attribute__((noinline)) void *plabel_heap_calloc(size_t n,
-							  size_t size)
-{
-	void *p = __libc_calloc(n, size);	/* checks n * size itself */
-	size_t bytes;
+/*
+ * Small sampled blocks are aligned ones, cleared here; glibc maps large
+ * ones (cleared, untouched) at an address free's test lets through, and
+ * a large one it carved from its heap instead is moved to an aligned one.
+ */
+#define PLABEL_HEAP_CALLOC_MAPPED	(128 * 1024)
 
-	if (p && !__builtin_mul_overflow(n, size, &bytes))
-		plabel_heap_alloced(p, bytes);
+static __attribute__((noinline)) void *plabel_heap_calloc(size_t n,
+							  size_t size,
+							  size_t bytes)
+{
+	uint64_t w = plabel_heap_due();
+	void *p, *q;
+
+	if (!w)
+		return __libc_calloc(n, size);
+	if (bytes < PLABEL_HEAP_CALLOC_MAPPED) {
+		p = plabel_heap_take(1, bytes, w);
+		if (p)
+			return memset(p, 0, bytes);
+		return __libc_calloc(n, size);
+	}
+	p = __libc_calloc(n, size);
+	if (!p)
+		return NULL;
+	if (!plabel_heap_maybe_sampled(p)) {
+		q = plabel_heap_take(1, bytes, w);
+		if (!q)
+			return p;	/* not sampled */
+		memset(q, 0, bytes);
+		__libc_free(p);
+		return q;
+	}
+	plabel_heap_self.busy = 1;
+	plabel_heap_report(p, bytes, w);
+	plabel_heap_self.busy = 0;
 	return p;
 }
 
 PLABEL_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (!plabel_heap_on())
+	size_t bytes;
+
+	/* an overflow: glibc's calloc refuses it */
+	if (!plabel_heap_on() || __builtin_mul_overflow(n, size, &bytes) ||
+	    plabel_heap_count(bytes))
 		return __libc_calloc(n, size);
-	return plabel_heap_calloc(n, size);
+	return plabel_heap_calloc(n, size, bytes);
 }
 
 /*
- * A sampled block's FREE goes first; should the reallocation fail, the
- * old block is still there and is reported again (as a new sample from
- * here), so its free is not lost.
+ * A reallocation to be sampled goes to a new aligned block; the old one
+ * (its FREE first, if sampled) is copied and freed only once that block
+ * exists, so a failure leaves everything as it was. Otherwise glibc
+ * reallocates, after the FREE of a sampled old block; should that fail,
+ * the old block is still there and is reported again (as a new sample
+ * from here), so its free is not lost.
  */
 static __attribute__((noinline)) void *plabel_heap_realloc(void *old,
-							   size_t n)
+							   size_t n, int due)
 {
+	uint64_t w = due ? plabel_heap_due() : 0;
 	int was;
 	void *p;
 
+	if (w && (p = plabel_heap_take(1, n, w))) {
+		if (old) {
+			size_t kept = plabel_heap_usable_fn ?
+				      plabel_heap_usable_fn(old) : n;
+
+			memcpy(p, old, kept < n ? kept : n);
+			plabel_heap_free(old);
+		}
+		return p;
+	}
 	if (!old)
-		return plabel_heap_malloc(n);
+		return __libc_malloc(n);
 	was = plabel_heap_freeing(old);
 	p = __libc_realloc(old, n);
-	if (p) {
-		if (plabel_heap_on())
-			plabel_heap_alloced(p, n);
-	} else if (was && n && plabel_heap_pg->interval) {
+	if (!p && was && n && plabel_heap_pg->interval) {
 		int saved = errno;
 		size_t kept = plabel_heap_usable_fn ?
 			      plabel_heap_usable_fn(old) : n;
 
+		plabel_heap_self.busy = 1;
 		plabel_heap_report(old, kept, plabel_heap_pg->interval);
+		plabel_heap_self.busy = 0;
 		errno = saved;
 	}
 	return p;
 }
 
+/* n == 0 never ends an interval: realloc(p, 0) frees p as glibc's does */
 PLABEL_EXPORT void *realloc(void *old, size_t n)
 {
-	if (!plabel_heap_on() && plabel_heap_none())
+	if (plabel_heap_on() && !plabel_heap_count(n))
+		return plabel_heap_realloc(old, n, 1);
+	if (__builtin_expect(!plabel_heap_maybe_sampled(old), 1))
 		return __libc_realloc(old, n);
-	return plabel_heap_realloc(old, n);
+	return plabel_heap_realloc(old, n, 0);
 }
 
 PLABEL_EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -312,28 +403,40 @@ PLABEL_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	return realloc(old, bytes);
 }
 
+/* align: a power of two (or glibc's memalign rounds it up to one). */
+static void *plabel_heap_aligned(size_t align, size_t n)
+{
+	uint64_t w = plabel_heap_sampling(n);
+	void *p;
+
+	if (w && (p = plabel_heap_take(align, n, w)))
+		return p;
+	return __libc_memalign(align, n);
+}
+
 PLABEL_EXPORT void *memalign(size_t align, size_t n)
 {
-	void *p = __libc_memalign(align, n);
+	if (align & (align - 1)) {
+		/* glibc's rule: the next power of two */
+		size_t a = 1;
 
-	if (plabel_heap_on())
-		plabel_heap_alloced(p, n);
-	return p;
+		while (a < align && a < ((size_t)1 << (sizeof(size_t) * 8 - 1)))
+			a <<= 1;
+		if (a < align)
+			return __libc_memalign(align, n);
+		align = a;
+	}
+	return plabel_heap_aligned(align, n);
 }
 
 PLABEL_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-	void *p;
-
 	/* C11 and glibc 2.38 on: a power of two, else EINVAL */
 	if (!align || (align & (align - 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	p = __libc_memalign(align, n);
-	if (plabel_heap_on())
-		plabel_heap_alloced(p, n);
-	return p;
+	return plabel_heap_aligned(align, n);
 }
 
 PLABEL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -343,34 +446,39 @@ PLABEL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 
 	if (align % sizeof(void *) || !align || (align & (align - 1)))
 		return EINVAL;
-	p = __libc_memalign(align, n);
+	p = plabel_heap_aligned(align, n);
 	if (!p) {
 		errno = saved;
 		return ENOMEM;
 	}
-	if (plabel_heap_on())
-		plabel_heap_alloced(p, n);
 	*out = p;
 	errno = saved;
 	return 0;
 }
 
+/* valloc's and pvalloc's blocks are page-aligned: sampled as they come. */
+static void *plabel_heap_paged(void *p, size_t n, uint64_t w)
+{
+	if (p && w && plabel_heap_maybe_sampled(p)) {
+		plabel_heap_self.busy = 1;
+		plabel_heap_report(p, n, w);
+		plabel_heap_self.busy = 0;
+	}
+	return p;
+}
+
 PLABEL_EXPORT void *valloc(size_t n)
 {
-	void *p = __libc_valloc(n);
+	uint64_t w = plabel_heap_sampling(n);
 
-	if (plabel_heap_on())
-		plabel_heap_alloced(p, n);
-	return p;
+	return plabel_heap_paged(__libc_valloc(n), n, w);
 }
 
 PLABEL_EXPORT void *pvalloc(size_t n)
 {
-	void *p = __libc_pvalloc(n);
+	uint64_t w = plabel_heap_sampling(n);
 
-	if (plabel_heap_on())
-		plabel_heap_alloced(p, n);
-	return p;
+	return plabel_heap_paged(__libc_pvalloc(n), n, w);
 }
 
 PLABEL_EXPORT size_t malloc_usable_size(void *p)

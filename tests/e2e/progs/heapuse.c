@@ -6,9 +6,12 @@
  * each through every function of the malloc family in turn (sizes 64
  * bytes to 96 KiB, drawn at random), in its own function (alloc_alpha(),
  * alloc_beta()). Then a forked child under endpoint=child allocates and
- * keeps a little, frees some of what it inherited, and exits. Along the
- * way: free(NULL), realloc(p, 0), realloc growing a block, calloc
- * overflowing, a failed huge malloc; and the main thread keeps 4 MiB
+ * keeps a little, frees some of what it inherited, and exits. Each block
+ * is checked for what its function promises (alignment, calloc's zeros),
+ * sampled or not, and the program exits 1 if one falls short. Along the
+ * way: free(NULL), realloc(p, 0), realloc growing a block (its bytes
+ * checked), calloc overflowing, a failed huge malloc; and the main
+ * thread keeps 4 MiB
  * under the labels it started with. At exit it prints the requested
  * bytes each allocated and still holds ("heap alloc alpha=N beta=N inuse
  * alpha=N beta=N") for the test to compare with the profile. Usage:
@@ -70,6 +73,41 @@ static void *heap_one(unsigned int k, size_t n)
 	}
 }
 
+/* 0 when the n bytes at p are all 1 (as heap_work writes them). */
+static int heap_ones(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != 1)
+			return -1;
+	return 0;
+}
+
+/*
+ * What function k promised of p, sampled or not: calloc's block cleared
+ * at both ends, the alignment asked for.
+ */
+static void heap_check(unsigned int k, const unsigned char *p, size_t n)
+{
+	static const uintptr_t align[8] = { 16, 16, 16, 64, 64, 128, 4096,
+					    4096 };
+	size_t i;
+
+	if ((uintptr_t)p % align[k % 8]) {
+		fprintf(stderr, "heapuse: function %u: %p misaligned\n",
+			k % 8, (const void *)p);
+		exit(1);
+	}
+	if (k % 8 != 1)
+		return;
+	for (i = 0; i < 64; i++)
+		if (p[i] || p[n - 1 - i]) {
+			fprintf(stderr, "heapuse: calloc's block not clear\n");
+			exit(1);
+		}
+}
+
 __attribute__((noinline)) static void heap_work(struct heap_worker *w)
 {
 	unsigned int k = 0;
@@ -83,6 +121,7 @@ __attribute__((noinline)) static void heap_work(struct heap_worker *w)
 			perror("heapuse: allocation");
 			exit(1);
 		}
+		heap_check(k - 1, p, n);
 		memset(p, 1, 64);
 		w->alloced += n;
 		if (heap_rnd(&w->seed) % 5 < w->keep_of5) {
@@ -91,6 +130,15 @@ __attribute__((noinline)) static void heap_work(struct heap_worker *w)
 		} else if (k % 3 == 0) {
 			/* realloc to 0 frees it (glibc) */
 			p = realloc(p, 0);
+			free(p);
+		} else if (k % 3 == 1) {
+			/* grown, its bytes kept, then freed */
+			p = realloc(p, n + 4096);
+			if (!p || heap_ones(p, 64)) {
+				fprintf(stderr, "heapuse: realloc lost bytes\n");
+				exit(1);
+			}
+			w->alloced += n + 4096;
 			free(p);
 		} else {
 			free(p);
