@@ -21,8 +21,9 @@ struct plabel_join_end {
 struct plabel_join_thr {
 	uint32_t tid;		/* first: plabel_itab_u32()'s key */
 	uint32_t nopen, nend;
-	struct plabel_join_open open[PLABEL_JOIN_WAYS];
-	struct plabel_join_end end[PLABEL_JOIN_WAYS];
+	struct plabel_join_open *open;
+	struct plabel_join_end *end;
+	size_t open_cap, end_cap;
 };
 
 void plabel_join_release(struct plabel_join *j)
@@ -31,8 +32,12 @@ void plabel_join_release(struct plabel_join *j)
 	uint32_t k;
 
 	for (i = 0; i < j->n; i++)
+	{
 		for (k = 0; k < j->thrs[i].nopen; k++)
 			free(j->thrs[i].open[k].raw);
+		free(j->thrs[i].open);
+		free(j->thrs[i].end);
+	}
 	free(j->thrs);
 	plabel_itab_free(&j->tab);
 	memset(j, 0, sizeof(*j));
@@ -131,8 +136,13 @@ int plabel_join_begin(struct plabel_join *j, uint32_t tid, uint64_t out_ns,
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, raw, size);
-	if (t->nopen == PLABEL_JOIN_WAYS)
+	if (t->nopen == PLABEL_JOIN_MAX)
 		open_drop(t, oldest_open(t));
+	else if (plabel_grow(&t->open, &t->open_cap, t->nopen,
+			     sizeof(*t->open))) {
+		free(copy);
+		return -ENOMEM;
+	}
 	o = &t->open[t->nopen++];
 	o->out_ns = out_ns;
 	o->raw = copy;
@@ -158,9 +168,12 @@ int plabel_join_end(struct plabel_join *j, uint32_t tid, uint64_t out_ns,
 		}
 	}
 	prune(j, t, settled);
-	if (t->nend == PLABEL_JOIN_WAYS) {
+	if (t->nend == PLABEL_JOIN_MAX) {
 		j->dropped++;
 		end_drop(t, oldest_end(t));
+	} else if (plabel_grow(&t->end, &t->end_cap, t->nend,
+			       sizeof(*t->end))) {
+		return -ENOMEM;
 	}
 	t->end[t->nend].out_ns = out_ns;
 	t->end[t->nend++].end_ns = end_ns;

@@ -5,12 +5,16 @@
  * rings of different CPUs, in either order; a wait shorter than the
  * session's minimum has no END, and a lost OFFCPU leaves its END alone.
  *
- * Per thread at most PLABEL_JOIN_WAYS of each half wait for the other:
- * a thread has one wait going on at a time, so a switch-out that has a
- * later one of the same thread has ended, and its END, if there is one,
- * comes soon. A half that cannot come any more (what was stamped before
- * the settled time has all been fed) is dropped, and so is the oldest
- * when a thread's ways are full. OFFCPU records waiting are copied.
+ * A thread has one wait going on at a time, but a read copies one CPU's
+ * ring after another: the OFFCPU records of all the waits a thread began
+ * since the last read can come before any of their ENDs, from another
+ * CPU's ring, or the other way round. Each half waits until its other one
+ * comes or cannot come any more (what was stamped before the settled time
+ * has all been fed): an OFFCPU record with a later one of the thread
+ * stamped before settled, an END whose OFFCPU record, stamped before
+ * settled, is not in. Per thread at most PLABEL_JOIN_MAX of each half
+ * wait (the oldest goes first), which only a settled time held back for
+ * long reaches. OFFCPU records waiting are copied.
  */
 #ifndef PLABEL_TOOLS_JOIN_H
 #define PLABEL_TOOLS_JOIN_H
@@ -20,7 +24,7 @@
 
 #include "table.h"
 
-#define PLABEL_JOIN_WAYS	4
+#define PLABEL_JOIN_MAX		1024
 
 struct plabel_join_thr;
 

@@ -762,6 +762,68 @@ TEST(offcpu_joined_and_weighed)
 	plabel_syms_free(syms);
 }
 
+/*
+ * A thread that left its CPU many times between two reads: one CPU's ring
+ * brings all its OFFCPU records before the other's brings their ENDs (a
+ * read copies one ring after the other). Every wait is joined, however
+ * many of one thread wait for their other halves.
+ */
+TEST(offcpu_many_waits_of_one_thread_between_reads)
+{
+	static const char *const kva[] = { "w", "a" };
+	uint64_t ips[1] = { (uintptr_t)plabel_test_target + 1 };
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
+	struct plabel_prof_sample_info si;
+	struct plabel_collect_stats st;
+	struct plabel_syms *syms;
+	struct plabel_collect *c;
+	static struct sbuf b;
+	int64_t off_ns = 0;
+	size_t i, k;
+	int n;
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	c = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, c);
+	for (int order = 0; order < 2; order++) {
+		uint64_t base = 1000 + 1000 * (uint64_t)order;
+
+		/* 40 waits of 2 ms, 5 ms apart: OFFCPUs first, then ENDs */
+		for (int half = 0; half < 2; half++) {
+			b.len = 0;
+			if (!order)
+				sb_stream(&b, 10000000);
+			if (!order && !half)
+				sb_labelset(&b, 1, kva, 1);
+			for (n = 0; n < 40; n++) {
+				uint64_t t = base + 5 * (uint64_t)n;
+
+				if (half == order)
+					oc_out(&b, 1, 11, t, PLABEL_WAIT_SLEEP,
+					       ips);
+				else
+					sb_offcpu_end(&b, 10, 11, t * 1000000,
+						      t * 1000000 + 2000000);
+			}
+			ASSERT_EQ(0, plabel_collect_buffer(c, b.data, b.len));
+		}
+	}
+	plabel_collect_stats(c, &st);
+	EXPECT_EQ(80, st.waits);
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
+	for (i = 0; i < plabel_prof_num_samples(profs[PLABEL_PROF_OFFCPU]);
+	     i++) {
+		plabel_prof_get_sample(profs[PLABEL_PROF_OFFCPU], i, &si);
+		off_ns += si.values[1];
+	}
+	EXPECT_EQ(80 * 2000000, off_ns);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	plabel_collect_free(c);
+	plabel_syms_free(syms);
+}
+
 /* Mappings belong to an exec generation: an EXEC ends the earlier ones. */
 TEST(aggregate_exec_generations)
 {
