@@ -158,35 +158,43 @@ static inline int plabel_heap_on(void)
 }
 
 /*
- * Count an allocation of n bytes down before it is made, when that does
+ * Count an allocation of n bytes down before it is made: 1 when that does
  * not end the thread's interval (n at most the bytes left; a thread with
- * none drawn yet has 0): 1 then, else 0 and nothing counted. As with
- * tcmalloc's sampler, an allocation that then fails has counted too: the
- * next sample comes that much sooner.
+ * none drawn yet has 0), else 0, the count gone below zero, which due()
+ * puts right. One subtraction from the thread's count in memory and a
+ * branch on its borrow. As with tcmalloc's sampler, an allocation that
+ * then fails has counted too: the next sample comes that much sooner.
  */
 static inline int plabel_heap_count(size_t n)
 {
-	uint64_t left = plabel_heap_self.left;
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	_Bool borrow;
 
-	if (__builtin_expect(left < n, 0))
-		return 0;
-	plabel_heap_self.left = left - n;
-	return 1;
+	__asm__("subq %2, %0" : "+m"(plabel_heap_self.left), "=@ccc"(borrow)
+		: "r"((uint64_t)n));
+	return !borrow;
+#else
+	return !__builtin_sub_overflow(plabel_heap_self.left, (uint64_t)n,
+				       &plabel_heap_self.left);
+#endif
 }
 
 /*
- * The allocation of n bytes ends the thread's interval (count() said 0):
+ * The allocation of n bytes ended the thread's interval (count() said 0):
  * the interval to report it with when it is to be sampled, a new count
  * drawn; else 0 (sampling just stopped, the thread's first count, or a
- * call from inside the sampling path).
+ * call from inside the sampling path), and but for the first count the
+ * n bytes given back, as though never counted.
  */
-static __attribute__((noinline)) uint64_t plabel_heap_due(void)
+static __attribute__((noinline)) uint64_t plabel_heap_due(size_t n)
 {
 	struct plabel_heap_thread *self = &plabel_heap_self;
 	uint64_t mean = plabel_heap_pg->interval;
 
-	if (self->busy || !mean)
+	if (self->busy || !mean) {
+		self->left += n;
 		return 0;
+	}
 	if (!self->rnd) {
 		/* the thread's first interval, not a sample */
 		self->rnd = plabel_heap_seed(plabel_heap_now() ^
@@ -203,7 +211,7 @@ static inline uint64_t plabel_heap_sampling(size_t n)
 {
 	if (!plabel_heap_on() || plabel_heap_count(n))
 		return 0;
-	return plabel_heap_due();
+	return plabel_heap_due(n);
 }
 
 /*
@@ -237,7 +245,7 @@ static void *plabel_heap_take(size_t align, size_t n, uint64_t weight)
  */
 static __attribute__((noinline)) void *plabel_heap_malloc(size_t n)
 {
-	uint64_t w = plabel_heap_due();
+	uint64_t w = plabel_heap_due(n);
 	void *p;
 
 	if (w && (p = plabel_heap_take(1, n, w)))
@@ -301,7 +309,7 @@ static __attribute__((noinline)) void *plabel_heap_calloc(size_t n,
 							  size_t size,
 							  size_t bytes)
 {
-	uint64_t w = plabel_heap_due();
+	uint64_t w = plabel_heap_due(bytes);
 	void *p, *q;
 
 	if (!w)
@@ -351,7 +359,7 @@ PLABEL_EXPORT void *calloc(size_t n, size_t size)
 static __attribute__((noinline)) void *plabel_heap_realloc(void *old,
 							   size_t n, int due)
 {
-	uint64_t w = due ? plabel_heap_due() : 0;
+	uint64_t w = due ? plabel_heap_due(n) : 0;
 	int was;
 	void *p;
 
