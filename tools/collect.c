@@ -309,6 +309,39 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 }
 
 /*
+ * The unwinding of a snapshot, ips[0..n) (of at most max), made whole with
+ * the frame-pointer chain the record carries, fp[0..nfp): the kernel
+ * copies an fp-mode OFFCPU record's stack only up to the first frame
+ * record's return address, so the unwinding brings the frames between the
+ * stack pointer and that frame (the C library's system call wrappers keep
+ * no frame pointers) and stops just past it. It meets the chain at fp[1],
+ * that frame's return address: spliced, the unwinding up to it, then the
+ * chain after it. The new length, or n when they do not meet.
+ */
+static size_t splice_fp_chain(uint64_t *ips, size_t n, size_t max,
+			      const void *fp, size_t nfp)
+{
+	uint64_t f[2];
+	size_t k, more;
+
+	if (nfp < 3 || !n)
+		return n;
+	memcpy(f, fp, sizeof(f));
+	if (ips[0] != f[0])
+		return n;
+	for (k = 1; k < n && ips[k] != f[1]; k++)
+		;
+	if (k >= n || k + 1 >= max)
+		return n;
+	more = nfp - 2;
+	if (more > max - (k + 1))
+		more = max - (k + 1);
+	memcpy(ips + k + 1, (const uint8_t *)fp + 2 * sizeof(*ips),
+	       more * sizeof(*ips));
+	return k + 1 + more;
+}
+
+/*
  * The chain of sample r of p, stored; in dwarf mode with the snapshot
  * unwound now if unwind is set. 0 or -ENOMEM.
  */
@@ -333,6 +366,10 @@ static int sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 				     PLABEL_MAX_FRAMES);
 		if (nunw == -ENOMEM)
 			return nunw;
+		if (nunw > 0 && (size_t)nunw < nu)
+			nunw = splice_fp_chain(c->ipbuf, nunw,
+					       PLABEL_MAX_FRAMES,
+					       r->u.sample.ips + 8 * nk, nu);
 		/* the snapshot's unwinding, unless the kernel's chain is longer */
 		if (nunw > 0 && (size_t)nunw >= nu) {
 			user = c->ipbuf;
@@ -855,6 +892,9 @@ static int unwind_pending(struct plabel_collect *c,
 			     PLABEL_MAX_FRAMES);
 	if (nunw == -ENOMEM)
 		return nunw;
+	if (nunw > 0 && (size_t)nunw < ch->nu)
+		nunw = splice_fp_chain(c->ipbuf, nunw, PLABEL_MAX_FRAMES,
+				       ch->ips + ch->nk, ch->nu);
 	if (nunw <= 0 || (size_t)nunw < ch->nu)
 		return 0;
 	return plabel_chain_join(&c->chains, ch->ips, ch->nk, c->ipbuf, nunw,

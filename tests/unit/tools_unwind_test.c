@@ -191,16 +191,18 @@ static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
 }
 
 /*
- * nsamp dwarf samples of this process in one buffer through the
- * collector, its mappings recorded only after them (as MMAP records can
- * arrive): every one must be in the profile; returns how many were
+ * nsamp samples of this process in one buffer through the collector, each
+ * with the snapshot s and the user chain fp[0..nfp) (a dwarf sample's is
+ * its leaf alone), its mappings recorded only after them (as MMAP records
+ * can arrive): every one must be in the profile; returns how many were
  * unwound through the whole chain (whose functions the profile names, in
  * order), which takes the mappings recorded after them. flags: the
  * collector's.
  */
-static int64_t collect_snapshots(struct __test_metadata *_metadata,
-				 struct plabel_snap *s, size_t nsamp,
-				 unsigned int flags)
+static int64_t collect_chains(struct __test_metadata *_metadata,
+			      struct plabel_snap *s, size_t nsamp,
+			      unsigned int flags, const uint64_t *fp,
+			      size_t nfp)
 {
 	static const char *const want[] = {
 		"plabel_snap_take", "plabel_chain_c", "plabel_chain_b",
@@ -208,7 +210,7 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 	};
 	struct plabel_syms *syms = plabel_syms_new();
 	size_t cap = (1 << 20) + nsamp * (sizeof(struct plabel_rec_sample) +
-					  8 + 8 * PLABEL_REGS_NR +
+					  8 * nfp + 8 * PLABEL_REGS_NR +
 					  s->stack_size + 8);
 	size_t len = 0, n, i, j, w;
 	int64_t whole = 0, total = 0;
@@ -224,18 +226,19 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 	ASSERT_NE(NULL, syms);
 	ASSERT_NE(NULL, buf);
 	for (i = 0; i < nsamp; i++) {
-		rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) + 8 +
-			     8 * PLABEL_REGS_NR + s->stack_size);
+		rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) +
+			     8 * nfp + 8 * PLABEL_REGS_NR + s->stack_size);
 		rs->time_ns = 2000 + i;
 		rs->pid = getpid();
 		rs->tid = getpid();
 		rs->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
-		rs->nr_user = 1;
+		rs->nr_user = nfp;
 		rs->stack_size = s->stack_size;
 		p = (uint8_t *)(rs + 1);
-		memcpy(p, &s->regs[PLABEL_REG_RIP], 8);
-		memcpy(p + 8, s->regs, 8 * PLABEL_REGS_NR);
-		memcpy(p + 8 + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
+		memcpy(p, fp, 8 * nfp);
+		p += 8 * nfp;
+		memcpy(p, s->regs, 8 * PLABEL_REGS_NR);
+		memcpy(p + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
 	}
 	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
 	for (i = 0; i < n; i++) {
@@ -278,6 +281,64 @@ static int64_t collect_snapshots(struct __test_metadata *_metadata,
 	plabel_syms_free(syms);
 	free(buf);
 	return whole;
+}
+
+/* The same for dwarf samples: the chain the record carries is the leaf. */
+static int64_t collect_snapshots(struct __test_metadata *_metadata,
+				 struct plabel_snap *s, size_t nsamp,
+				 unsigned int flags)
+{
+	return collect_chains(_metadata, s, nsamp, flags,
+			      &s->regs[PLABEL_REG_RIP], 1);
+}
+
+/*
+ * An fp-mode OFFCPU record's snapshot reaches only just past the first
+ * frame the frame-pointer walk found; the walk misses the frames before
+ * it (here plabel_chain_c, which keeps no frame pointer). The snapshot's
+ * short unwinding and the record's chain are spliced where they meet: the
+ * profile has the whole chain.
+ */
+TEST(collect_splices_a_short_snapshot_onto_the_fp_chain)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_unwinder *u = plabel_unwinder_new();
+	uint64_t ips[64], part[64], fp[64];
+	struct plabel_map *maps;
+	size_t n, size, i, nfp;
+	int nips, k = 0;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(NULL, syms);
+	ASSERT_NE(NULL, u);
+	plabel_run_chain(s, stack_end());
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	nips = plabel_unwind(u, maps, n, s->regs, s->stack, s->stack_size,
+			     ips, 64);
+	ASSERT_LE(6, nips);
+	/* the shortest copy whose unwinding reaches plabel_chain_b */
+	for (size = 8; size <= s->stack_size; size += 8) {
+		k = plabel_unwind(u, maps, n, s->regs, s->stack, size, part,
+				  64);
+		if (k >= 3)
+			break;
+	}
+	plabel_maps_free(maps, n);
+	plabel_unwinder_free(u);
+	plabel_syms_free(syms);
+	ASSERT_EQ(3, k);
+	ASSERT_EQ(ips[2], part[2]);
+	/* the walk's chain: the leaf, then plabel_chain_b's return on */
+	fp[0] = ips[0];
+	for (i = 2, nfp = 1; i < (size_t)nips; i++)
+		fp[nfp++] = ips[i];
+	s->stack_size = size;
+	EXPECT_EQ(1, collect_chains(_metadata, s, 1, 0, fp, nfp));
+	/* a chain they do not meet in is kept as it is: not whole */
+	fp[1] = 8;
+	EXPECT_EQ(0, collect_chains(_metadata, s, 1, 0, fp, nfp));
+	free(s);
 }
 
 /*
