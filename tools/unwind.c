@@ -41,6 +41,35 @@ extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
  */
 #define PLABEL_UW_MAX_READS	(1UL << 18)
 
+/*
+ * Unwindings remembered (see plabel_unwind): PLABEL_UW_MEMO entries, each
+ * of an unwinding that read at most PLABEL_UW_MEMO_READS registers and
+ * stack words and gave at most PLABEL_UW_MEMO_IPS frames.
+ */
+#define PLABEL_UW_MEMO		1024
+#define PLABEL_UW_MEMO_READS	32
+#define PLABEL_UW_MEMO_IPS	32
+#define PLABEL_UW_REG_READ	(1ULL << 63)	/* a read's addr: register */
+
+struct plabel_uw_read {
+	uint64_t addr;	/* a stack address, or PLABEL_UW_REG_READ | reg */
+	uint64_t val;
+};
+
+struct plabel_uw_memo {
+	uint64_t gen;	/* the maps' generation; 0: empty */
+	uint64_t ip, sp, stack_size;
+	uint32_t nreads, nips;
+	struct plabel_uw_read reads[PLABEL_UW_MEMO_READS];
+	uint64_t ips[PLABEL_UW_MEMO_IPS];
+};
+
+/* What uw_add_objs compares a sample's maps by. */
+struct plabel_uw_mkey {
+	uint64_t start, end, offset;
+	const struct plabel_elf *elf;
+};
+
 /* A loaded object of the process being unwound. */
 struct plabel_uw_obj {
 	struct plabel_elf *elf;
@@ -58,11 +87,27 @@ struct plabel_unwinder {
 	const uint64_t *regs;
 	uint64_t leaf_regs[PLABEL_REGS_NR];
 	uint64_t stack_base;	/* address of stack[0] */
-	uint64_t maps_sig;	/* of the maps libunwind's cache is for */
 	const uint8_t *stack;
 	size_t stack_size;
 	unsigned long reads_left;	/* of PLABEL_UW_MAX_READS */
+	/* the maps objs and libunwind's cache are for, and their generation */
+	struct plabel_uw_mkey *mkeys;
+	size_t nmkeys, mkeys_cap;
+	uint64_t gen;
+	/* the reads of the unwinding running, nlog > MEMO_READS: too many */
+	struct plabel_uw_read log[PLABEL_UW_MEMO_READS];
+	size_t nlog;
+	struct plabel_uw_memo *memo;	/* PLABEL_UW_MEMO of them, or NULL */
+	uint64_t memo_hits;
 };
+
+static void uw_log(struct plabel_unwinder *u, uint64_t addr, uint64_t val)
+{
+	if (u->nlog < PLABEL_UW_MEMO_READS)
+		u->log[u->nlog] = (struct plabel_uw_read){ addr, val };
+	if (u->nlog <= PLABEL_UW_MEMO_READS)
+		u->nlog++;
+}
 
 static const struct plabel_uw_obj *uw_obj_at(struct plabel_unwinder *u,
 					     uint64_t addr)
@@ -92,6 +137,7 @@ static int uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 	if (addr >= sp && addr - sp <= u->stack_size &&
 	    u->stack_size - (addr - sp) >= sizeof(*valp)) {
 		memcpy(valp, u->stack + (addr - sp), sizeof(*valp));
+		uw_log(u, addr, *valp);
 		return 0;
 	}
 	o = uw_obj_at(u, addr);
@@ -112,6 +158,13 @@ static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg,
 	if (reg < 0 || reg >= PLABEL_REGS_NR)
 		return -UNW_EBADREG;
 	*valp = u->regs[reg];
+	/*
+	 * The ip and stack pointer are the memo's key (the leaf retry's are
+	 * made of them and a logged read); any other register is the
+	 * sample's own, in the retry too.
+	 */
+	if (reg != PLABEL_REG_RIP && reg != PLABEL_REG_RSP)
+		uw_log(u, PLABEL_UW_REG_READ | (uint64_t)reg, *valp);
 	return 0;
 }
 
@@ -251,23 +304,46 @@ void plabel_unwinder_free(struct plabel_unwinder *u)
 		return;
 	unw_destroy_addr_space(u->as);
 	free(u->objs);
+	free(u->mkeys);
+	free(u->memo);
 	free(u);
 }
 
+/*
+ * The sample's maps: when they differ from the last sample's, a new
+ * generation (the memo's entries and libunwind's cache are for the old
+ * one) and the objects found anew.
+ */
 static int uw_add_objs(struct plabel_unwinder *u)
 {
-	uint64_t sig = 0x9e3779b97f4a7c15ULL;
 	size_t i, j;
 
-	for (i = 0; i < u->nmaps; i++) {
-		sig = (sig ^ u->maps[i].start) * 0x100000001b3ULL;
-		sig = (sig ^ u->maps[i].offset) * 0x100000001b3ULL;
-		sig = (sig ^ (uintptr_t)u->maps[i].elf) * 0x100000001b3ULL;
+	for (i = 0; i < u->nmaps && i < u->nmkeys; i++) {
+		const struct plabel_map *m = &u->maps[i];
+		const struct plabel_uw_mkey *k = &u->mkeys[i];
+
+		if (m->start != k->start || m->end != k->end ||
+		    m->offset != k->offset || m->elf != k->elf)
+			break;
 	}
-	if (sig != u->maps_sig) {
-		unw_flush_cache(u->as, 0, 0);
-		u->maps_sig = sig;
+	if (u->gen && i == u->nmaps && i == u->nmkeys)
+		return 0;
+	if (u->nmaps > u->mkeys_cap) {
+		struct plabel_uw_mkey *nk = realloc(u->mkeys, u->nmaps *
+						     sizeof(*nk));
+
+		if (!nk)
+			return -ENOMEM;
+		u->mkeys = nk;
+		u->mkeys_cap = u->nmaps;
 	}
+	for (i = 0; i < u->nmaps; i++)
+		u->mkeys[i] = (struct plabel_uw_mkey){
+			u->maps[i].start, u->maps[i].end, u->maps[i].offset,
+			u->maps[i].elf };
+	u->nmkeys = 0;	/* until the objects are all found */
+	unw_flush_cache(u->as, 0, 0);
+	u->gen++;
 	u->nobjs = 0;
 	for (i = 0; i < u->nmaps; i++) {
 		const struct plabel_map *m = &u->maps[i];
@@ -298,6 +374,7 @@ static int uw_add_objs(struct plabel_unwinder *u)
 		o->lo = lo + bias;
 		o->hi = hi + bias;
 	}
+	u->nmkeys = u->nmaps;
 	return 0;
 }
 
@@ -326,10 +403,82 @@ static int uw_leaf_retry(struct plabel_unwinder *u, unw_cursor_t *c)
 	return 0;
 }
 
+static struct plabel_uw_memo *uw_memo_slot(struct plabel_unwinder *u,
+					    const uint64_t *regs,
+					    size_t stack_size)
+{
+	uint64_t h = regs[PLABEL_REG_RIP] * 0x9e3779b97f4a7c15ULL;
+
+	h ^= (regs[PLABEL_REG_RSP] + stack_size) * 0xc2b2ae3d27d4eb4fULL;
+	return &u->memo[(h >> 32) & (PLABEL_UW_MEMO - 1)];
+}
+
+/*
+ * The remembered unwinding of this sample: one of the same maps, ip, stack
+ * pointer and copy size whose every read of a register or a stack word
+ * gives the same here. (Reads of the files depend on the maps only.)
+ */
+static const struct plabel_uw_memo *uw_memo_find(struct plabel_unwinder *u,
+						 const uint64_t *regs,
+						 const uint8_t *stack,
+						 size_t stack_size)
+{
+	const struct plabel_uw_memo *m;
+	uint64_t sp = regs[PLABEL_REG_RSP], v;
+	uint32_t i;
+
+	if (!u->memo)
+		return NULL;
+	m = uw_memo_slot(u, regs, stack_size);
+	if (m->gen != u->gen || m->ip != regs[PLABEL_REG_RIP] || m->sp != sp ||
+	    m->stack_size != stack_size)
+		return NULL;
+	for (i = 0; i < m->nreads; i++) {
+		const struct plabel_uw_read *r = &m->reads[i];
+
+		if (r->addr & PLABEL_UW_REG_READ)
+			v = regs[r->addr & ~PLABEL_UW_REG_READ];
+		else
+			memcpy(&v, stack + (r->addr - sp), sizeof(v));
+		if (v != r->val)
+			return NULL;
+	}
+	return m;
+}
+
+/* Remember the unwinding just made, ips[0..n), when it is small enough. */
+static void uw_memo_add(struct plabel_unwinder *u, const uint64_t *regs,
+			size_t stack_size, const uint64_t *ips, size_t n)
+{
+	struct plabel_uw_memo *m;
+
+	if (u->nlog > PLABEL_UW_MEMO_READS || n > PLABEL_UW_MEMO_IPS)
+		return;
+	if (!u->memo)
+		u->memo = calloc(PLABEL_UW_MEMO, sizeof(*u->memo));
+	if (!u->memo)
+		return;
+	m = uw_memo_slot(u, regs, stack_size);
+	m->gen = u->gen;
+	m->ip = regs[PLABEL_REG_RIP];
+	m->sp = regs[PLABEL_REG_RSP];
+	m->stack_size = stack_size;
+	m->nreads = u->nlog;
+	memcpy(m->reads, u->log, u->nlog * sizeof(*u->log));
+	m->nips = n;
+	memcpy(m->ips, ips, n * sizeof(*ips));
+}
+
+uint64_t plabel_unwinder_memo_hits(const struct plabel_unwinder *u)
+{
+	return u->memo_hits;
+}
+
 int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 		  size_t nmaps, const uint64_t *regs, const void *stack,
 		  size_t stack_size, uint64_t *ips, size_t max)
 {
+	const struct plabel_uw_memo *memo;
 	unw_word_t prev_sp;
 	unw_cursor_t c;
 	size_t n = 0;
@@ -347,9 +496,17 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 	ret = uw_add_objs(u);
 	if (ret)
 		return ret;
+	memo = uw_memo_find(u, regs, stack, stack_size);
+	if (memo) {
+		n = memo->nips < max ? memo->nips : max;
+		memcpy(ips, memo->ips, n * sizeof(*ips));
+		u->memo_hits++;
+		return n;
+	}
+	u->nlog = 0;
 	ips[n++] = regs[PLABEL_REG_RIP];
 	if (unw_init_remote(&c, u->as, u))
-		return n;
+		goto done;
 	prev_sp = regs[PLABEL_REG_RSP];
 	while (n < max) {
 		unw_word_t ip, sp;
@@ -378,5 +535,9 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 		prev_sp = sp;
 		ips[n++] = ip;
 	}
+done:
+	/* an unwinding that ended of itself, not at max: what any max gets */
+	if (n < max)
+		uw_memo_add(u, regs, stack_size, ips, n);
 	return n;
 }

@@ -29,4 +29,12 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 		  size_t nmaps, const uint64_t *regs, const void *stack,
 		  size_t stack_size, uint64_t *ips, size_t max);
 
+/*
+ * How many unwindings came from the unwinder's memo: a sample with the
+ * maps, ip, stack pointer and copy size of one unwound before, whose
+ * registers and stack words that unwinding read are all the same, gets
+ * its result without libunwind (a thread waiting where it waited before).
+ */
+uint64_t plabel_unwinder_memo_hits(const struct plabel_unwinder *u);
+
 #endif /* PLABEL_TOOLS_UNWIND_H */
