@@ -177,6 +177,100 @@ TEST(unwind_truncated_stack_stops_cleanly)
 	free(s);
 }
 
+/* A fresh unwinder's unwinding of (regs, stack): what no memo gives. */
+static int unwind_fresh(const struct plabel_map *maps, size_t n,
+			const uint64_t *regs, const uint8_t *stack,
+			size_t size, uint64_t *ips)
+{
+	struct plabel_unwinder *f = plabel_unwinder_new();
+	int k;
+
+	if (!f)
+		return -1;
+	k = plabel_unwind(f, maps, n, regs, stack, size, ips, 64);
+	plabel_unwinder_free(f);
+	return k;
+}
+
+/*
+ * The memo gives an unwinding only when every register and stack word the
+ * remembered one read is the same: each register and each of the first
+ * 512 words changed in turn, the memo's answer is a fresh unwinder's, and
+ * the sample as it was comes back from the memo after each.
+ */
+TEST(unwind_memo_answers_only_for_the_same_reads)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_unwinder *u = plabel_unwinder_new();
+	uint64_t ips[64], want[64], got[64], regs[PLABEL_REGS_NR], w;
+	uint8_t *stack = malloc(PLABEL_SNAP_STACK);
+	size_t n, i, nwords, size;
+	int nwant, k, kf, misses = 0, hits = 0;
+	struct plabel_map *maps;
+	uint64_t h0;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(NULL, u);
+	ASSERT_NE(NULL, stack);
+	plabel_run_chain(s, stack_end());
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	size = s->stack_size;
+	nwant = plabel_unwind(u, maps, n, s->regs, s->stack, size, want, 64);
+	ASSERT_LE(5, nwant);
+	EXPECT_EQ(0, plabel_unwinder_memo_hits(u));
+	k = plabel_unwind(u, maps, n, s->regs, s->stack, size, ips, 64);
+	ASSERT_EQ(nwant, k);
+	EXPECT_EQ(0, memcmp(want, ips, k * sizeof(*ips)));
+	EXPECT_EQ(1, plabel_unwinder_memo_hits(u));
+	/* a smaller max: the same frames, as many as fit */
+	k = plabel_unwind(u, maps, n, s->regs, s->stack, size, ips, 3);
+	ASSERT_EQ(3, k);
+	EXPECT_EQ(0, memcmp(want, ips, 3 * sizeof(*ips)));
+
+	nwords = size / 8 < 512 ? size / 8 : 512;
+	for (i = 0; i < PLABEL_REGS_NR + nwords; i++) {
+		memcpy(regs, s->regs, sizeof(regs));
+		memcpy(stack, s->stack, size);
+		if (i < PLABEL_REGS_NR) {
+			if (i == PLABEL_REG_RIP || i == PLABEL_REG_RSP)
+				continue;	/* the key */
+			regs[i] ^= 0x5a5a5a5a5a5a5a5aULL;
+		} else {
+			memcpy(&w, stack + 8 * (i - PLABEL_REGS_NR), 8);
+			w ^= 0x5a5a5a5a5a5a5a5aULL;
+			memcpy(stack + 8 * (i - PLABEL_REGS_NR), &w, 8);
+		}
+		h0 = plabel_unwinder_memo_hits(u);
+		k = plabel_unwind(u, maps, n, regs, stack, size, got, 64);
+		kf = unwind_fresh(maps, n, regs, stack, size, ips);
+		if (plabel_unwinder_memo_hits(u) > h0)
+			hits++;
+		else
+			misses++;
+		ASSERT_EQ(kf, k) TH_LOG("change %zu", i);
+		ASSERT_EQ(0, memcmp(ips, got, k * sizeof(*ips)))
+			TH_LOG("change %zu", i);
+		k = plabel_unwind(u, maps, n, s->regs, s->stack, size, got,
+				  64);
+		ASSERT_EQ(nwant, k);
+		ASSERT_EQ(0, memcmp(want, got, k * sizeof(*got)));
+	}
+	TH_LOG("%d changes answered by the memo, %d unwound", hits, misses);
+	/* the return addresses were read; the locals of the chain were not */
+	EXPECT_LT(0, hits);
+	EXPECT_LE(4, misses);
+	/* other maps (one less): unwound anew, not answered */
+	h0 = plabel_unwinder_memo_hits(u);
+	plabel_unwind(u, maps, n - 1, s->regs, s->stack, size, got, 64);
+	EXPECT_EQ(h0, plabel_unwinder_memo_hits(u));
+	plabel_maps_free(maps, n);
+	plabel_unwinder_free(u);
+	plabel_syms_free(syms);
+	free(stack);
+	free(s);
+}
+
 /* Append a record of type and size (padded to 8) to buf at *len. */
 static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
 {
@@ -381,6 +475,20 @@ TEST(collect_unwinds_at_the_end)
  * end with the rest; then the spool takes what its memory holds, and
  * later samples are unwound on arrival. None is lost.
  */
+/*
+ * plabel_run_chain 8 KiB further down the stack: a snapshot of at least
+ * that, wherever the stack's top was placed (its random offset alone moves
+ * a shallow snapshot's size by kilobytes).
+ */
+__attribute__((noinline)) static void run_chain_deep(struct plabel_snap *s)
+{
+	volatile char pad[8192];
+
+	pad[0] = 0;
+	plabel_run_chain(s, stack_end());
+	pad[sizeof(pad) - 1] = pad[0];
+}
+
 TEST(collect_spools_many_and_survives_a_full_file)
 {
 	struct plabel_snap *s = calloc(1, sizeof(*s));
@@ -388,8 +496,8 @@ TEST(collect_spools_many_and_survives_a_full_file)
 	void (*oldsig)(int);
 
 	ASSERT_NE(NULL, s);
-	plabel_run_chain(s, stack_end());
-	ASSERT_LT(4096U, s->stack_size);	/* 600 of them: some MiB */
+	run_chain_deep(s);
+	ASSERT_LT(8192U, s->stack_size);	/* 600 of them: some MiB */
 	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600, 0));
 	/* with its first tables made ahead, as plabel record makes them */
 	EXPECT_EQ(600, collect_snapshots(_metadata, s, 600,
