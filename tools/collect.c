@@ -676,7 +676,14 @@ static int add_sample(struct plabel_collect *c,
 		if (!p)
 			return -ENOMEM;
 	}
-	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
+	/*
+	 * A snapshot is spooled, to be unwound at the end, but an OFFCPU
+	 * record's: a thread waits where it waited before, and the
+	 * unwinder's memo answers that at once (see plabel_unwind), with
+	 * nothing spooled or held for the end.
+	 */
+	if (r->u.sample.has_regs && r->type != PLABEL_REC_OFFCPU &&
+	    !plabel_spool_broken(&c->spool))
 		defer = 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read
