@@ -318,6 +318,9 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
  * that frame's return address: spliced, the unwinding up to it, then the
  * chain after it. The new length, or n when they do not meet.
  */
+/* sample_chain's unwind: now, unless the mappings may not be all known */
+#define PLABEL_UNWIND_OR_DEFER	2
+
 static size_t splice_fp_chain(uint64_t *ips, size_t n, size_t max,
 			      const void *fp, size_t nfp)
 {
@@ -343,7 +346,9 @@ static size_t splice_fp_chain(uint64_t *ips, size_t n, size_t max,
 
 /*
  * The chain of sample r of p, stored; in dwarf mode with the snapshot
- * unwound now if unwind is set. 0 or -ENOMEM.
+ * unwound now if unwind is set. 0 or -ENOMEM; with unwind
+ * PLABEL_UNWIND_OR_DEFER, 1 and nothing stored when the unwinding ends
+ * at an address outside p's mappings (known so far).
  */
 static int sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 			const struct plabel_dec_rec *r, int unwind,
@@ -366,6 +371,9 @@ static int sample_chain(struct plabel_collect *c, struct plabel_proc *p,
 				     PLABEL_MAX_FRAMES);
 		if (nunw == -ENOMEM)
 			return nunw;
+		if (unwind == PLABEL_UNWIND_OR_DEFER && nunw > 0 &&
+		    !plabel_maps_find(p->view, p->nview, c->ipbuf[nunw - 1]))
+			return 1;
 		if (nunw > 0 && (size_t)nunw < nu)
 			nunw = splice_fp_chain(c->ipbuf, nunw,
 					       PLABEL_MAX_FRAMES,
@@ -676,24 +684,27 @@ static int add_sample(struct plabel_collect *c,
 		if (!p)
 			return -ENOMEM;
 	}
+	gen = plabel_proc_gen(p, h->time_ns);
+	if (plabel_proc_view(p, gen))
+		return -ENOMEM;
 	/*
-	 * A snapshot is spooled, to be unwound at the end, but an OFFCPU
-	 * record's: a thread waits where it waited before, and the
-	 * unwinder's memo answers that at once (see plabel_unwind), with
-	 * nothing spooled or held for the end.
+	 * A snapshot is spooled, to be unwound at the end against every
+	 * mapping recorded by then, but an OFFCPU record's when its
+	 * process's mappings are known: a thread waits where it waited
+	 * before, and the unwinder's memo answers that at once (see
+	 * plabel_unwind), with nothing spooled or held for the end. An
+	 * unwinding that ends outside those mappings (a library mapped
+	 * since, whose record may come later) is spooled after all.
 	 */
-	if (r->u.sample.has_regs && r->type != PLABEL_REC_OFFCPU &&
-	    !plabel_spool_broken(&c->spool))
-		defer = 1;
+	if (r->u.sample.has_regs && !plabel_spool_broken(&c->spool))
+		defer = r->type == PLABEL_REC_OFFCPU && p->nview ?
+			PLABEL_UNWIND_OR_DEFER : 1;
 	/*
 	 * No mappings known for the image this sample ran in (yet): read
 	 * them from /proc while the process is there, once per exec
 	 * generation; after this buffer (see struct plabel_maps_want) unless
 	 * the snapshot is unwound now.
 	 */
-	gen = plabel_proc_gen(p, h->time_ns);
-	if (plabel_proc_view(p, gen))
-		return -ENOMEM;
 	/* (not for skip_pid before its exec: /proc soon shows what it runs) */
 	if (!p->nview && p->tried_gen != gen + 1 &&
 	    (gen || h->pid != c->skip_pid)) {
@@ -712,7 +723,14 @@ static int add_sample(struct plabel_collect *c,
 			p->tried_gen = gen + 1;
 		}
 	}
-	ret = sample_chain(c, p, r, !defer, &chain);
+	if (defer == PLABEL_UNWIND_OR_DEFER) {
+		ret = sample_chain(c, p, r, PLABEL_UNWIND_OR_DEFER, &chain);
+		defer = ret == 1;
+		if (defer)
+			ret = sample_chain(c, p, r, 0, &chain);
+	} else {
+		ret = sample_chain(c, p, r, !defer, &chain);
+	}
 	if (ret)
 		return ret;
 	if (src_get(c, h->pid, h->set_id, &src) || held_room(c))

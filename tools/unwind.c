@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <libunwind.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,12 @@ extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
 /*
  * Unwindings remembered (see plabel_unwind): PLABEL_UW_MEMO entries, each
  * of an unwinding that read at most PLABEL_UW_MEMO_READS registers and
- * stack words and gave at most PLABEL_UW_MEMO_IPS frames.
+ * stack words and gave at most PLABEL_UW_MEMO_IPS frames. libunwind's
+ * answer depends on nothing else, with one exception the memo keeps as it
+ * was first met: its cache of register rules is keyed by ip alone, though
+ * a caller's rule is looked up at the return address less one and a
+ * leaf's at the ip itself; the two differ only after a call that ends its
+ * function (a noreturn call), met both as a leaf and as a return address.
  */
 #define PLABEL_UW_MEMO		1024
 #define PLABEL_UW_MEMO_READS	32
@@ -63,6 +69,9 @@ struct plabel_uw_memo {
 	struct plabel_uw_read reads[PLABEL_UW_MEMO_READS];
 	uint64_t ips[PLABEL_UW_MEMO_IPS];
 };
+
+/* Maps remembered with their generations (see struct plabel_unwinder). */
+#define PLABEL_UW_MSETS		4
 
 /* What uw_add_objs compares a sample's maps by. */
 struct plabel_uw_mkey {
@@ -90,10 +99,19 @@ struct plabel_unwinder {
 	const uint8_t *stack;
 	size_t stack_size;
 	unsigned long reads_left;	/* of PLABEL_UW_MAX_READS */
-	/* the maps objs and libunwind's cache are for, and their generation */
-	struct plabel_uw_mkey *mkeys;
-	size_t nmkeys, mkeys_cap;
-	uint64_t gen;
+	/*
+	 * The last PLABEL_UW_MSETS maps met (processes whose records
+	 * alternate), each with its generation, which memo entries name;
+	 * objs and libunwind's cache are for mset[cur], whose generation is
+	 * gen (0: none yet).
+	 */
+	struct plabel_uw_mset {
+		struct plabel_uw_mkey *keys;
+		size_t n, cap;
+		uint64_t gen;	/* 0: unused */
+	} mset[PLABEL_UW_MSETS];
+	size_t cur, next_victim;
+	uint64_t gen, gens;
 	/* the reads of the unwinding running, nlog > MEMO_READS: too many */
 	struct plabel_uw_read log[PLABEL_UW_MEMO_READS];
 	size_t nlog;
@@ -300,50 +318,75 @@ struct plabel_unwinder *plabel_unwinder_new(void)
 
 void plabel_unwinder_free(struct plabel_unwinder *u)
 {
+	size_t i;
+
 	if (!u)
 		return;
 	unw_destroy_addr_space(u->as);
 	free(u->objs);
-	free(u->mkeys);
+	for (i = 0; i < PLABEL_UW_MSETS; i++)
+		free(u->mset[i].keys);
 	free(u->memo);
 	free(u);
 }
 
+static bool uw_mset_is(const struct plabel_uw_mset *ms,
+		       const struct plabel_map *maps, size_t nmaps)
+{
+	size_t i;
+
+	if (!ms->gen || ms->n != nmaps)
+		return false;
+	for (i = 0; i < nmaps; i++)
+		if (maps[i].start != ms->keys[i].start ||
+		    maps[i].end != ms->keys[i].end ||
+		    maps[i].offset != ms->keys[i].offset ||
+		    maps[i].elf != ms->keys[i].elf)
+			return false;
+	return true;
+}
+
 /*
- * The sample's maps: when they differ from the last sample's, a new
- * generation (the memo's entries and libunwind's cache are for the old
- * one) and the objects found anew.
+ * The sample's maps: when they differ from the last sample's, the objects
+ * found anew and libunwind's cache flushed; their generation, which names
+ * the memo's entries for them, is the one they had when last met (of the
+ * last PLABEL_UW_MSETS), else a new one.
  */
 static int uw_add_objs(struct plabel_unwinder *u)
 {
+	struct plabel_uw_mset *ms;
 	size_t i, j;
 
-	for (i = 0; i < u->nmaps && i < u->nmkeys; i++) {
-		const struct plabel_map *m = &u->maps[i];
-		const struct plabel_uw_mkey *k = &u->mkeys[i];
-
-		if (m->start != k->start || m->end != k->end ||
-		    m->offset != k->offset || m->elf != k->elf)
-			break;
-	}
-	if (u->gen && i == u->nmaps && i == u->nmkeys)
+	if (u->gen && uw_mset_is(&u->mset[u->cur], u->maps, u->nmaps))
 		return 0;
-	if (u->nmaps > u->mkeys_cap) {
-		struct plabel_uw_mkey *nk = realloc(u->mkeys, u->nmaps *
-						     sizeof(*nk));
+	u->gen = 0;	/* until the objects are all found */
+	for (i = 0; i < PLABEL_UW_MSETS; i++)
+		if (uw_mset_is(&u->mset[i], u->maps, u->nmaps))
+			break;
+	if (i == PLABEL_UW_MSETS) {
+		i = u->next_victim;
+		u->next_victim = (i + 1) % PLABEL_UW_MSETS;
+		ms = &u->mset[i];
+		ms->gen = 0;
+		if (u->nmaps > ms->cap) {
+			struct plabel_uw_mkey *nk = realloc(ms->keys,
+							    u->nmaps *
+							    sizeof(*nk));
 
-		if (!nk)
-			return -ENOMEM;
-		u->mkeys = nk;
-		u->mkeys_cap = u->nmaps;
+			if (!nk)
+				return -ENOMEM;
+			ms->keys = nk;
+			ms->cap = u->nmaps;
+		}
+		for (j = 0; j < u->nmaps; j++)
+			ms->keys[j] = (struct plabel_uw_mkey){
+				u->maps[j].start, u->maps[j].end,
+				u->maps[j].offset, u->maps[j].elf };
+		ms->n = u->nmaps;
+		ms->gen = ++u->gens;
 	}
-	for (i = 0; i < u->nmaps; i++)
-		u->mkeys[i] = (struct plabel_uw_mkey){
-			u->maps[i].start, u->maps[i].end, u->maps[i].offset,
-			u->maps[i].elf };
-	u->nmkeys = 0;	/* until the objects are all found */
+	u->cur = i;
 	unw_flush_cache(u->as, 0, 0);
-	u->gen++;
 	u->nobjs = 0;
 	for (i = 0; i < u->nmaps; i++) {
 		const struct plabel_map *m = &u->maps[i];
@@ -362,8 +405,10 @@ static int uw_add_objs(struct plabel_unwinder *u)
 			size_t ncap = u->cap ? u->cap * 2 : 16;
 
 			o = realloc(u->objs, ncap * sizeof(*o));
-			if (!o)
+			if (!o) {
+				u->nobjs = 0;
 				return -ENOMEM;
+			}
 			u->objs = o;
 			u->cap = ncap;
 		}
@@ -374,7 +419,7 @@ static int uw_add_objs(struct plabel_unwinder *u)
 		o->lo = lo + bias;
 		o->hi = hi + bias;
 	}
-	u->nmkeys = u->nmaps;
+	u->gen = u->mset[u->cur].gen;
 	return 0;
 }
 
@@ -410,6 +455,7 @@ static struct plabel_uw_memo *uw_memo_slot(struct plabel_unwinder *u,
 	uint64_t h = regs[PLABEL_REG_RIP] * 0x9e3779b97f4a7c15ULL;
 
 	h ^= (regs[PLABEL_REG_RSP] + stack_size) * 0xc2b2ae3d27d4eb4fULL;
+	h ^= u->gen * 0x165667b19e3779f9ULL;
 	return &u->memo[(h >> 32) & (PLABEL_UW_MEMO - 1)];
 }
 
@@ -536,8 +582,12 @@ int plabel_unwind(struct plabel_unwinder *u, const struct plabel_map *maps,
 		ips[n++] = ip;
 	}
 done:
-	/* an unwinding that ended of itself, not at max: what any max gets */
-	if (n < max)
+	/*
+	 * An unwinding that ended of itself, not at max (what any max gets)
+	 * nor at the read budget (libunwind's cache changes how many reads
+	 * it takes).
+	 */
+	if (n < max && u->reads_left)
 		uw_memo_add(u, regs, stack_size, ips, n);
 	return n;
 }

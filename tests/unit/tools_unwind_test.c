@@ -264,6 +264,11 @@ TEST(unwind_memo_answers_only_for_the_same_reads)
 	h0 = plabel_unwinder_memo_hits(u);
 	plabel_unwind(u, maps, n - 1, s->regs, s->stack, size, got, 64);
 	EXPECT_EQ(h0, plabel_unwinder_memo_hits(u));
+	/* and back (another process's records between): still known */
+	k = plabel_unwind(u, maps, n, s->regs, s->stack, size, got, 64);
+	EXPECT_EQ(h0 + 1, plabel_unwinder_memo_hits(u));
+	ASSERT_EQ(nwant, k);
+	EXPECT_EQ(0, memcmp(want, got, k * sizeof(*got)));
 	plabel_maps_free(maps, n);
 	plabel_unwinder_free(u);
 	plabel_syms_free(syms);
@@ -293,10 +298,63 @@ static void *put_rec(uint8_t *buf, size_t *len, uint32_t type, size_t size)
  * order), which takes the mappings recorded after them. flags: the
  * collector's.
  */
+/*
+ * The MMAP records of this process's mappings, at time 1000: those of the
+ * file holding plabel_snap_take if exe, else the others.
+ */
+static void put_mmaps(struct __test_metadata *_metadata,
+		      struct plabel_syms *syms, uint8_t *buf, size_t cap,
+		      size_t *len, int exe)
+{
+	struct plabel_rec_mmap *rm;
+	struct plabel_map *maps;
+	const struct plabel_map *m;
+	size_t n, i;
+
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	m = plabel_maps_find(maps, n, (uintptr_t)plabel_snap_take);
+	ASSERT_NE(NULL, m);
+	for (i = 0; i < n; i++) {
+		size_t pl = strlen(maps[i].path);
+
+		if (!strcmp(maps[i].path, m->path) != !!exe)
+			continue;
+		ASSERT_GT(cap - 4096, *len + sizeof(*rm) + pl);
+		rm = put_rec(buf, len, PLABEL_REC_MMAP, sizeof(*rm) + pl);
+		rm->time_ns = 1000;
+		rm->pid = getpid();
+		rm->path_len = pl;
+		rm->start = maps[i].start;
+		rm->end = maps[i].end;
+		rm->offset = maps[i].offset;
+		memcpy(rm + 1, maps[i].path, pl);
+	}
+	plabel_maps_free(maps, n);
+}
+
+/*
+ * As collect_chains, of OFFCPU records (each with its END) or SAMPLE ones
+ * (type), the mappings of the file holding the chain after the samples
+ * and, if others_first, the others before them.
+ */
+static int64_t collect_recs(struct __test_metadata *_metadata,
+			    struct plabel_snap *s, size_t nsamp,
+			    unsigned int flags, const uint64_t *fp,
+			    size_t nfp, uint32_t type, int others_first);
+
 static int64_t collect_chains(struct __test_metadata *_metadata,
 			      struct plabel_snap *s, size_t nsamp,
 			      unsigned int flags, const uint64_t *fp,
 			      size_t nfp)
+{
+	return collect_recs(_metadata, s, nsamp, flags, fp, nfp,
+			    PLABEL_REC_SAMPLE, 0);
+}
+
+static int64_t collect_recs(struct __test_metadata *_metadata,
+			    struct plabel_snap *s, size_t nsamp,
+			    unsigned int flags, const uint64_t *fp,
+			    size_t nfp, uint32_t type, int others_first)
 {
 	static const char *const want[] = {
 		"plabel_snap_take", "plabel_chain_c", "plabel_chain_b",
@@ -304,25 +362,28 @@ static int64_t collect_chains(struct __test_metadata *_metadata,
 	};
 	struct plabel_syms *syms = plabel_syms_new();
 	size_t cap = (1 << 20) + nsamp * (sizeof(struct plabel_rec_sample) +
+					  sizeof(struct plabel_rec_offcpu_end) +
 					  8 * nfp + 8 * PLABEL_REGS_NR +
 					  s->stack_size + 8);
-	size_t len = 0, n, i, j, w;
+	size_t len = 0, i, j, w;
 	int64_t whole = 0, total = 0;
 	uint8_t *buf = malloc(cap), *p;
-	struct plabel_prof *cpu, *tc;
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS], *cpu;
 	struct plabel_prof_sample_info si;
 	struct plabel_prof_location_info li;
+	struct plabel_rec_offcpu_end *re;
 	struct plabel_rec_sample *rs;
-	struct plabel_rec_mmap *rm;
 	struct plabel_collect *c;
-	struct plabel_map *maps;
+	int k;
 
 	ASSERT_NE(NULL, syms);
 	ASSERT_NE(NULL, buf);
+	if (others_first)
+		put_mmaps(_metadata, syms, buf, cap, &len, 0);
 	for (i = 0; i < nsamp; i++) {
-		rs = put_rec(buf, &len, PLABEL_REC_SAMPLE, sizeof(*rs) +
+		rs = put_rec(buf, &len, type, sizeof(*rs) +
 			     8 * nfp + 8 * PLABEL_REGS_NR + s->stack_size);
-		rs->time_ns = 2000 + i;
+		rs->time_ns = 2000000 + 1000 * i;
 		rs->pid = getpid();
 		rs->tid = getpid();
 		rs->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS;
@@ -333,26 +394,27 @@ static int64_t collect_chains(struct __test_metadata *_metadata,
 		p += 8 * nfp;
 		memcpy(p, s->regs, 8 * PLABEL_REGS_NR);
 		memcpy(p + 8 * PLABEL_REGS_NR, s->stack, s->stack_size);
+		if (type != PLABEL_REC_OFFCPU)
+			continue;
+		/* a wait of 500 ns */
+		re = put_rec(buf, &len, PLABEL_REC_OFFCPU_END, sizeof(*re));
+		re->out_ns = rs->time_ns;
+		re->time_ns = rs->time_ns + 500;
+		re->pid = getpid();
+		re->tid = getpid();
 	}
-	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
-	for (i = 0; i < n; i++) {
-		size_t pl = strlen(maps[i].path);
-
-		ASSERT_GT(cap - 4096, len + sizeof(*rm) + pl);
-		rm = put_rec(buf, &len, PLABEL_REC_MMAP, sizeof(*rm) + pl);
-		rm->time_ns = 1000;
-		rm->pid = getpid();
-		rm->path_len = pl;
-		rm->start = maps[i].start;
-		rm->end = maps[i].end;
-		rm->offset = maps[i].offset;
-		memcpy(rm + 1, maps[i].path, pl);
-	}
-	plabel_maps_free(maps, n);
+	put_mmaps(_metadata, syms, buf, cap, &len, 1);
+	if (!others_first)
+		put_mmaps(_metadata, syms, buf, cap, &len, 0);
 	c = plabel_collect_new(syms, flags);
 	ASSERT_NE(NULL, c);
 	ASSERT_EQ(0, plabel_collect_buffer(c, buf, len));
-	ASSERT_EQ(0, finish_cpu_tc(c, 0, 0, &cpu, &tc));
+	ASSERT_EQ(0, plabel_collect_finish(c, 0, 0, profs));
+	k = type == PLABEL_REC_OFFCPU ? PLABEL_PROF_OFFCPU : PLABEL_PROF_CPU;
+	cpu = profs[k];
+	for (i = 0; i < PLABEL_PROF_NKINDS; i++)
+		if ((int)i != k)
+			plabel_prof_free(profs[i]);
 	for (j = 0; j < plabel_prof_num_samples(cpu); j++) {
 		plabel_prof_get_sample(cpu, j, &si);
 		ASSERT_LE(1, si.nlocs);
@@ -364,13 +426,13 @@ static int64_t collect_chains(struct __test_metadata *_metadata,
 			    !strcmp(li.lines[li.nlines - 1].function, want[w]))
 				w++;
 		}
+		/* (an off-CPU profile's first value: switches) */
 		if (w == sizeof(want) / sizeof(want[0]))
 			whole += si.values[0];
 		total += si.values[0];
 	}
 	EXPECT_EQ((int64_t)nsamp, total);
 	plabel_prof_free(cpu);
-	plabel_prof_free(tc);
 	plabel_collect_free(c);
 	plabel_syms_free(syms);
 	free(buf);
@@ -432,6 +494,26 @@ TEST(collect_splices_a_short_snapshot_onto_the_fp_chain)
 	/* a chain they do not meet in is kept as it is: not whole */
 	fp[1] = 8;
 	EXPECT_EQ(0, collect_chains(_metadata, s, 1, 0, fp, nfp));
+	free(s);
+}
+
+/*
+ * OFFCPU snapshots are unwound on arrival when their process's mappings
+ * are known, but one whose unwinding ends outside them (here the file
+ * that holds the chain is mapped later, as a library dlopen()ed since)
+ * waits for the end, and the mappings recorded by then: every wait has
+ * the whole chain. Unwound on arrival with what was known, only the leaf.
+ */
+TEST(collect_offcpu_waits_for_mappings_it_lacks)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+
+	ASSERT_NE(NULL, s);
+	plabel_run_chain(s, stack_end());
+	EXPECT_EQ(3, collect_recs(_metadata, s, 3, 0, &s->regs[PLABEL_REG_RIP],
+				  1, PLABEL_REC_OFFCPU, 1));
+	EXPECT_EQ(3, collect_recs(_metadata, s, 3, 0, &s->regs[PLABEL_REG_RIP],
+				  1, PLABEL_REC_OFFCPU, 0));
 	free(s);
 }
 
