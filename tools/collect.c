@@ -308,6 +308,9 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
 	return c;
 }
 
+/* sample_chain's unwind: now, unless the mappings may not be all known */
+#define PLABEL_UNWIND_OR_DEFER	2
+
 /*
  * The unwinding of a snapshot, ips[0..n) (of at most max), made whole with
  * the frame-pointer chain the record carries, fp[0..nfp): the kernel
@@ -318,9 +321,6 @@ struct plabel_collect *plabel_collect_new(struct plabel_syms *syms,
  * that frame's return address: spliced, the unwinding up to it, then the
  * chain after it. The new length, or n when they do not meet.
  */
-/* sample_chain's unwind: now, unless the mappings may not be all known */
-#define PLABEL_UNWIND_OR_DEFER	2
-
 static size_t splice_fp_chain(uint64_t *ips, size_t n, size_t max,
 			      const void *fp, size_t nfp)
 {
