@@ -57,8 +57,13 @@ extern int plabel_dwarf_search_unwind_table(unw_addr_space_t as,
 #define PLABEL_UW_MEMO_IPS	32
 #define PLABEL_UW_REG_READ	(1ULL << 63)	/* a read's addr: register */
 
+/*
+ * A read, for the memo: of the stack copy, at an offset into it (below
+ * PLABEL_SNAP_MAX, whatever the stack pointer: a hostile one may have bit
+ * 63 set), or of a register.
+ */
 struct plabel_uw_read {
-	uint64_t addr;	/* a stack address, or PLABEL_UW_REG_READ | reg */
+	uint64_t addr;	/* offset into the copy, or PLABEL_UW_REG_READ | reg */
 	uint64_t val;
 };
 
@@ -155,7 +160,7 @@ static int uw_access_mem(unw_addr_space_t as, unw_word_t addr,
 	if (addr >= sp && addr - sp <= u->stack_size &&
 	    u->stack_size - (addr - sp) >= sizeof(*valp)) {
 		memcpy(valp, u->stack + (addr - sp), sizeof(*valp));
-		uw_log(u, addr, *valp);
+		uw_log(u, addr - sp, *valp);
 		return 0;
 	}
 	o = uw_obj_at(u, addr);
@@ -485,7 +490,7 @@ static const struct plabel_uw_memo *uw_memo_find(struct plabel_unwinder *u,
 		if (r->addr & PLABEL_UW_REG_READ)
 			v = regs[r->addr & ~PLABEL_UW_REG_READ];
 		else
-			memcpy(&v, stack + (r->addr - sp), sizeof(v));
+			memcpy(&v, stack + r->addr, sizeof(v));
 		if (v != r->val)
 			return NULL;
 	}

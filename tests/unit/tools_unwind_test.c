@@ -193,6 +193,40 @@ static int unwind_fresh(const struct plabel_map *maps, size_t n,
 }
 
 /*
+ * A forged stack pointer with bit 63 set: the memo still tells its stack
+ * reads from its register reads, and answers the same sample again.
+ */
+TEST(unwind_memo_with_a_high_stack_pointer)
+{
+	struct plabel_snap *s = calloc(1, sizeof(*s));
+	struct plabel_syms *syms = plabel_syms_new();
+	struct plabel_unwinder *u = plabel_unwinder_new();
+	uint64_t regs[PLABEL_REGS_NR], want[64], ips[64], h0;
+	struct plabel_map *maps;
+	size_t n;
+	int k1, k2;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(NULL, u);
+	plabel_run_chain(s, stack_end());
+	ASSERT_EQ(0, plabel_maps_read_proc(syms, getpid(), &maps, &n));
+	memcpy(regs, s->regs, sizeof(regs));
+	regs[PLABEL_REG_RSP] |= 1ULL << 63;
+	k1 = plabel_unwind(u, maps, n, regs, s->stack, s->stack_size, want,
+			   64);
+	ASSERT_LE(1, k1);
+	h0 = plabel_unwinder_memo_hits(u);
+	k2 = plabel_unwind(u, maps, n, regs, s->stack, s->stack_size, ips, 64);
+	EXPECT_EQ(h0 + 1, plabel_unwinder_memo_hits(u));
+	ASSERT_EQ(k1, k2);
+	EXPECT_EQ(0, memcmp(want, ips, k1 * sizeof(*ips)));
+	plabel_maps_free(maps, n);
+	plabel_unwinder_free(u);
+	plabel_syms_free(syms);
+	free(s);
+}
+
+/*
  * The memo gives an unwinding only when every register and stack word the
  * remembered one read is the same: each register and each of the first
  * 512 words changed in turn, the memo's answer is a fresh unwinder's, and
