@@ -70,9 +70,11 @@ def free(pid, addr, time=2000):
     return rec(FREE, struct.pack("<QIIQ", time, pid, pid, addr))
 
 
-def offcpu(sid, pid, tid, uips, time, kind, regs=None, stack=b""):
+def offcpu(sid, pid, tid, uips, time, kind, regs=None, stack=b"",
+           flags=None):
     """An OFFCPU record: tid left its CPU at time, wait kind kind."""
-    flags = 2 if regs else 0
+    if flags is None:
+        flags = 2 if regs else 0
     body = struct.pack("<QQIIIIII", time, sid, pid, tid, 0, flags, kind, 1)
     body += struct.pack("<HHI", 0, len(uips), len(stack))
     body += b"".join(struct.pack("<Q", ip) for ip in uips)
@@ -113,6 +115,16 @@ def main():
         sample(SAMPLE, 0, 7, [], [0x400010],
                regs=[i * 8 for i in range(16)] + [0x400010],
                stack=struct.pack("<4Q", 0x400020, 0x400030, 0, 0x7ffd0000)),
+        # the same sample twice (the unwinder's memo answers the second)
+        # with a stack pointer of bit 63 set, as only a forged stream has
+        "dwarf_high_sp": stream(callchain=2) +
+        mmap(7, 0x400000, 0x402000, 0, b"/bin/true") +
+        b"".join(sample(SAMPLE, 0, 7, [], [0x400010], time=1000 + i,
+                        regs=[i * 8 for i in range(7)] +
+                        [0x8000000000001000] + [0] * 8 + [0x400010],
+                        stack=struct.pack("<4Q", 0x400020, 0x400030, 0,
+                                          0x7ffd0000))
+                 for i in range(2)),
         "unknown": rec(99, b"\1" * 24) + lost(1) + rec(LABELSET, b""),
         "unresolved": sample(SAMPLE, 77, 3, [], [0x1000, 0x2000]),
         # heap: a FREE before its ALLOC (another CPU's ring), an address
@@ -147,6 +159,11 @@ def main():
                regs=[i * 8 for i in range(16)] + [0x400030],
                stack=struct.pack("<2Q", 0x400020, 0)) +
         offcpu(5, 42, 43, [0x400010], 40000, 2) +
+        # fp mode's ip, sp and bp only (PLABEL_SAMPLE_FP_REGS)
+        offcpu(5, 42, 44, [0x400030, 0x400020, 0x400010], 50000, 1,
+               regs=[0x400030, 0x7ffd0000, 0x7ffd0010],
+               stack=struct.pack("<4Q", 0x400020, 0, 0x7ffd0040, 0x400020),
+               flags=2 | 16) +
         offcpu_end(42, 45, 500, 900),
     }
     for name, data in seeds.items():

@@ -274,24 +274,40 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 		}
 	}
 	if (uregs && snap && user_64bit_mode(uregs)) {
+		bool fp_offcpu = s->callchain == PLABEL_CALLCHAIN_FP &&
+				 rec->hdr.type == PLABEL_REC_OFFCPU;
 		u64 regs[PLABEL_REGS_NR];
 		u32 len;
 
-		plabel_user_regs_copy(regs, uregs);
-		plabel_wr_put(&w, regs, sizeof(regs));
+		/*
+		 * fp-mode OFFCPU: the reader unwinds only the C library's
+		 * wrappers, from the leaf to the frame at rbp, whose rules
+		 * read ip, sp and memory (and rbp, where a wrapper keeps a
+		 * frame): those three registers, not all of them. A
+		 * switch-heavy program writes one of these at every switch:
+		 * the fewer bytes the better.
+		 */
+		if (fp_offcpu) {
+			regs[0] = uregs->ip;
+			regs[1] = uregs->sp;
+			regs[2] = uregs->bp;
+			plabel_wr_put(&w, regs, PLABEL_FP_REGS_NR * sizeof(u64));
+			rec->flags |= PLABEL_SAMPLE_FP_REGS;
+		} else {
+			plabel_user_regs_copy(regs, uregs);
+			plabel_wr_put(&w, regs, sizeof(regs));
+		}
 		len = plabel_snap_len(uregs->sp, snap_size, top);
 		/*
 		 * fp-mode OFFCPU: the walk above has the frames from the one
 		 * at rbp on; the reader needs the stack below it, to unwind
 		 * the C library's wrappers, and that frame's record, where the
-		 * two meet (record-format.rst). A switch-heavy program writes
-		 * one of these at every switch: the fewer bytes the better.
-		 * Only when the walk went on from that frame to another (an
-		 * rbp the C library uses for something else rarely leads to
-		 * two frames): else the whole copy, for the reader to unwind.
+		 * two meet (record-format.rst). Only when the walk went on
+		 * from that frame to another (an rbp the C library uses for
+		 * something else rarely leads to two frames): else the whole
+		 * copy, for the reader to unwind.
 		 */
-		if (s->callchain == PLABEL_CALLCHAIN_FP &&
-		    rec->hdr.type == PLABEL_REC_OFFCPU && rec->nr_user >= 3 &&
+		if (fp_offcpu && rec->nr_user >= 3 &&
 		    !(uregs->bp & 7) && uregs->bp > uregs->sp &&
 		    uregs->bp - uregs->sp + 16 < len)
 			len = uregs->bp - uregs->sp + 16;

@@ -96,10 +96,25 @@ static int dec_sample(struct plabel_dec_rec *rec)
 			return -EBADMSG;
 		return 0;	/* (regs are not to be read then) */
 	}
-	if (sizeof(rec->u.sample.regs) > rec->size - off)
-		return -EBADMSG;
-	memcpy(rec->u.sample.regs, rec->raw + off, sizeof(rec->u.sample.regs));
-	off += sizeof(rec->u.sample.regs);
+	if (s->flags & PLABEL_SAMPLE_FP_REGS) {
+		uint64_t r[PLABEL_FP_REGS_NR];
+
+		/* the others read 0, as a register a snapshot lacks */
+		if (sizeof(r) > rec->size - off)
+			return -EBADMSG;
+		memcpy(r, rec->raw + off, sizeof(r));
+		off += sizeof(r);
+		memset(rec->u.sample.regs, 0, sizeof(rec->u.sample.regs));
+		rec->u.sample.regs[PLABEL_REG_RIP] = r[0];
+		rec->u.sample.regs[PLABEL_REG_RSP] = r[1];
+		rec->u.sample.regs[PLABEL_REG_RBP] = r[2];
+	} else {
+		if (sizeof(rec->u.sample.regs) > rec->size - off)
+			return -EBADMSG;
+		memcpy(rec->u.sample.regs, rec->raw + off,
+		       sizeof(rec->u.sample.regs));
+		off += sizeof(rec->u.sample.regs);
+	}
 	if (s->stack_size > rec->size - off)
 		return -EBADMSG;
 	rec->u.sample.stack = rec->raw + off;

@@ -251,6 +251,12 @@ struct plabel_rec_label {
 #define PLABEL_SAMPLE_REGS	(1U << 1)	/* regs[] and stack follow */
 #define PLABEL_SAMPLE_TRUNC	(1U << 2)	/* call chain hit max_stack */
 #define PLABEL_SAMPLE_CPUTIME	(1U << 3)	/* SAMPLE: cpu_ns is set */
+/*
+ * With PLABEL_SAMPLE_REGS: regs[] is PLABEL_FP_REGS_NR words, the user
+ * rip, rsp and rbp in that order, not PLABEL_REGS_NR (fp-mode OFFCPU).
+ */
+#define PLABEL_SAMPLE_FP_REGS	(1U << 4)
+#define PLABEL_FP_REGS_NR	3
 #define PLABEL_THREAD_PROCESS	(1U << 8)	/* THREAD: a new process */
 /*
  * SAMPLE: bits 16..31 of flags hold the number of sampling periods the
@@ -277,8 +283,9 @@ enum plabel_reg {
  * taken in the creator's context, child_* set). After the fixed part:
  * __u64 ips[nr_kernel + nr_user] (kernel frames first, each part leaf
  * first); then, when flags has PLABEL_SAMPLE_REGS, __u64 regs[PLABEL_REGS_NR]
- * and stack_size bytes copied from the user stack at regs[PLABEL_REG_RSP];
- * then zero padding to 8 bytes.
+ * (regs[PLABEL_FP_REGS_NR] with PLABEL_SAMPLE_FP_REGS) and stack_size bytes
+ * copied from the user stack at the user rsp; then zero padding to 8
+ * bytes.
  */
 struct plabel_rec_sample {
 	struct plabel_rec_header hdr;
@@ -395,8 +402,8 @@ struct plabel_rec_sync {
  *   PLABEL_REC_OFFCPU at the switch-out, in the thread's own context:
  *     struct plabel_rec_sample, laid out and followed like a SAMPLE's
  *     (labels, user call chain, registers and stack snapshot as for a
- *     THREAD record: in fp mode too, at most 2 KiB of it; kernel chain
- *     with PLABEL_RECORD_KERNEL). time_ns is the switch-out time,
+ *     THREAD record: in fp mode too, at most 2 KiB of it, and there with
+ *     PLABEL_SAMPLE_FP_REGS; kernel chain with PLABEL_RECORD_KERNEL). time_ns is the switch-out time,
  *     wait_kind and wait_state say how it left.
  *   PLABEL_REC_OFFCPU_END when that thread next runs (in the scheduler of
  *     the CPU it runs on): struct plabel_rec_offcpu_end, out_ns the

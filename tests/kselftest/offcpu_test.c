@@ -3,7 +3,8 @@
  * Off-CPU records (PLABEL_RECORD_OFFCPU): none without the flag, the wait
  * kinds of a thread in nanosleep(), futex() and read() on a pipe, with its
  * labels and the wait's length; the minimum duration; the checks of the
- * session arguments; records lost to a full ring counted as LOST.
+ * session arguments; records lost to a full ring counted as LOST; the
+ * fp-mode snapshot's registers and length.
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -451,6 +452,97 @@ TEST(preempted_time_recorded)
 	/* sharing a CPU for 300 ms each, with the scheduler's slices */
 	EXPECT_LE(2u, preempted);
 	EXPECT_LE(preempted - 2, ended);
+	su_stream_free(&st);
+	close(fd);
+}
+
+/*
+ * An fp-mode OFFCPU record's snapshot: only rip, rsp and rbp, and the
+ * stack only up to the end of the frame record at rbp (the return address
+ * that is the fp chain's second entry), not the whole 2 KiB.
+ */
+static __attribute__((noinline)) void lean_wait(void)
+{
+	sleep_ns(WAIT_MS * 100000ull);
+	__asm__ volatile("" ::: "memory");	/* no tail call */
+}
+
+static __attribute__((noinline)) void lean_waits(int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		lean_wait();
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *lean_fn(void *arg)
+{
+	*(pid_t *)arg = su_gettid();
+	lean_waits(NWAITS * 4);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
+TEST(fp_snapshot_is_lean)
+{
+	struct plabel_rec_header *h;
+	struct su_reader rdr;
+	struct su_stream st;
+	unsigned int waits = 0, lean = 0, trimmed = 0;
+	pid_t tid = 0;
+	pthread_t t;
+	size_t off;
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start(fd, PLABEL_RECORD_OFFCPU, PLABEL_CALLCHAIN_FP, 0));
+	ASSERT_EQ(0, su_reader_start(&rdr, fd));
+	ASSERT_EQ(0, pthread_create(&t, NULL, lean_fn, &tid));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rdr, &st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	ASSERT_LT(0, tid);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *s = (void *)h;
+		uint64_t *ips = su_ips(s), *regs, rsp, rbp, ret;
+		unsigned char *stack;
+
+		if (h->type != PLABEL_REC_OFFCPU || s->tid != (uint32_t)tid ||
+		    s->wait_kind != PLABEL_WAIT_SLEEP)
+			continue;
+		waits++;
+		if ((s->flags & (PLABEL_SAMPLE_REGS | PLABEL_SAMPLE_FP_REGS)) !=
+		    (PLABEL_SAMPLE_REGS | PLABEL_SAMPLE_FP_REGS) ||
+		    s->nr_user < 3)
+			continue;
+		lean++;
+		regs = ips + s->nr_kernel + s->nr_user;
+		stack = (unsigned char *)(regs + PLABEL_FP_REGS_NR);
+		rsp = regs[1];
+		rbp = regs[2];
+		EXPECT_EQ(ips[s->nr_kernel], regs[0]);
+		EXPECT_EQ(h->size, (uint32_t)((sizeof(*s) + 8 * (s->nr_kernel +
+			s->nr_user + PLABEL_FP_REGS_NR) + s->stack_size + 7) & ~7UL));
+		if (rbp & 7 || rbp <= rsp || rbp - rsp + 16 != s->stack_size) {
+			TH_LOG("rsp %#llx rbp %#llx stack_size %u",
+			       (unsigned long long)rsp,
+			       (unsigned long long)rbp, s->stack_size);
+			continue;
+		}
+		/* the frame record where the copy and the chain meet */
+		memcpy(&ret, stack + (rbp - rsp) + 8, 8);
+		EXPECT_EQ(ips[s->nr_kernel + 1], ret);
+		trimmed += s->stack_size < 2048 && ret == ips[s->nr_kernel + 1];
+	}
+	TH_LOG("%u sleeps, %u with ip/sp/bp, %u trimmed at the frame record",
+	       waits, lean, trimmed);
+	EXPECT_LE(NWAITS * 4u, waits);
+	EXPECT_EQ(waits, lean);
+	EXPECT_EQ(lean, trimmed);
 	su_stream_free(&st);
 	close(fd);
 }

@@ -285,6 +285,13 @@ static inline struct plabel_rec_header *su_next(struct su_stream *st,
  * no SAMPLE, THREAD, OFFCPU or ALLOC record of a CPU stamped before the
  * time of that CPU's last SYNC, and SYNC times growing.
  */
+/* Bytes of a snapshot's registers (PLABEL_SAMPLE_REGS set). */
+static inline size_t su_regs_bytes(const struct plabel_rec_sample *s)
+{
+	return 8 * (s->flags & PLABEL_SAMPLE_FP_REGS ? PLABEL_FP_REGS_NR :
+						       PLABEL_REGS_NR);
+}
+
 #define SU_SYNC_CPUS	1024
 
 static inline void su_check_sync(struct su_stream *st, uint64_t *synced,
@@ -367,7 +374,7 @@ static inline void su_check(struct su_stream *st)
 			if (h->size >= need)
 				need += 8 * (s->nr_kernel + s->nr_user);
 			if (h->size >= need && (s->flags & PLABEL_SAMPLE_REGS))
-				need += 8 * PLABEL_REGS_NR + s->stack_size;
+				need += su_regs_bytes(s) + s->stack_size;
 			break;
 		}
 		case PLABEL_REC_ALLOC: {
@@ -377,7 +384,7 @@ static inline void su_check(struct su_stream *st)
 			if (h->size >= need)
 				need += 8 * (s->nr_kernel + s->nr_user);
 			if (h->size >= need && (s->flags & PLABEL_SAMPLE_REGS))
-				need += 8 * PLABEL_REGS_NR + s->stack_size;
+				need += su_regs_bytes(s) + s->stack_size;
 			break;
 		}
 		case PLABEL_REC_FREE:

@@ -102,6 +102,50 @@ TEST(decode_regs_and_stack)
 	free(r);
 }
 
+TEST(decode_fp_regs)
+{
+	static struct sbuf b;
+	struct plabel_dec_rec *r = malloc(sizeof(*r));
+	struct plabel_rec_sample *s;
+	uint64_t *p;
+	struct plabel_dec d;
+	int i;
+
+	b.len = 0;
+	s = sb_rec(&b, PLABEL_REC_OFFCPU,
+		   sizeof(*s) + 8 + 8 * PLABEL_FP_REGS_NR + 32);
+	s->flags = PLABEL_SAMPLE_USER | PLABEL_SAMPLE_REGS |
+		   PLABEL_SAMPLE_FP_REGS;
+	s->nr_user = 1;
+	s->stack_size = 32;
+	p = (uint64_t *)(s + 1);
+	p[0] = 0x1234;
+	p[1] = 0x1234;		/* rip */
+	p[2] = 0x7ff000;	/* rsp */
+	p[3] = 0x7ff040;	/* rbp */
+	memset(p + 4, 0xcd, 32);
+
+	plabel_dec_init(&d, b.data, b.len);
+	ASSERT_EQ(1, plabel_dec_next(&d, r));
+	EXPECT_EQ(1, r->u.sample.has_regs);
+	EXPECT_EQ(0x1234, r->u.sample.regs[PLABEL_REG_RIP]);
+	EXPECT_EQ(0x7ff000, r->u.sample.regs[PLABEL_REG_RSP]);
+	EXPECT_EQ(0x7ff040, r->u.sample.regs[PLABEL_REG_RBP]);
+	for (i = 0; i < PLABEL_REGS_NR; i++)
+		if (i != PLABEL_REG_RIP && i != PLABEL_REG_RSP &&
+		    i != PLABEL_REG_RBP)
+			EXPECT_EQ(0, r->u.sample.regs[i]);
+	/* the stack right after the three words */
+	EXPECT_EQ((const uint8_t *)(p + 4), r->u.sample.stack);
+	EXPECT_EQ(0xcd, r->u.sample.stack[31]);
+
+	/* a stack larger than the record */
+	s->stack_size = 40;
+	plabel_dec_init(&d, b.data, b.len);
+	EXPECT_EQ(-EBADMSG, plabel_dec_next(&d, r));
+	free(r);
+}
+
 TEST(decode_unknown_type_skipped)
 {
 	static struct sbuf b;
