@@ -439,7 +439,8 @@ static int plabel_write_profiles(struct plabel_collect *col, const char *dir,
 	if (ret)
 		goto out;
 	plabel_collect_stats(col, &s);
-	if (s.version && s.version != PLABEL_REC_VERSION)
+	/* an older stream reads on: each change is marked by a flag */
+	if (s.version > PLABEL_REC_VERSION)
 		fprintf(stderr, "plabel record: the module writes record format %u, this plabel knows %u: update plabel\n",
 			s.version, PLABEL_REC_VERSION);
 	fprintf(stderr, "plabel: %" PRIu64 " samples, %" PRIu64

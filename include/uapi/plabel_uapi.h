@@ -198,7 +198,7 @@ struct plabel_session_start_args {
  * read() blocks (unless O_NONBLOCK) until a record is there or the session
  * stopped; after a stop it drains what is left, then returns 0.
  */
-#define PLABEL_REC_VERSION	1
+#define PLABEL_REC_VERSION	2
 
 enum plabel_rec_type {
 	PLABEL_REC_STREAM = 1,		/* struct plabel_rec_stream */
