@@ -121,7 +121,7 @@ def main():
         mmap(7, 0x400000, 0x402000, 0, b"/bin/true") +
         b"".join(sample(SAMPLE, 0, 7, [], [0x400010], time=1000 + i,
                         regs=[i * 8 for i in range(7)] +
-                        [0x8000000000001000] + [0] * 8 + [0x400010],
+                        [0xffff800000001000] + [0] * 8 + [0x400010],
                         stack=struct.pack("<4Q", 0x400020, 0x400030, 0,
                                           0x7ffd0000))
                  for i in range(2)),

@@ -403,8 +403,9 @@ struct plabel_rec_sync {
  *     struct plabel_rec_sample, laid out and followed like a SAMPLE's
  *     (labels, user call chain, registers and stack snapshot as for a
  *     THREAD record: in fp mode too, at most 2 KiB of it, and there with
- *     PLABEL_SAMPLE_FP_REGS; kernel chain with PLABEL_RECORD_KERNEL). time_ns is the switch-out time,
- *     wait_kind and wait_state say how it left.
+ *     PLABEL_SAMPLE_FP_REGS; kernel chain with PLABEL_RECORD_KERNEL).
+ *     time_ns is the switch-out time, wait_kind and wait_state say how it
+ *     left.
  *   PLABEL_REC_OFFCPU_END when that thread next runs (in the scheduler of
  *     the CPU it runs on): struct plabel_rec_offcpu_end, out_ns the
  *     time_ns of its OFFCPU record, only when the wait took at least the

@@ -279,12 +279,6 @@ static inline struct plabel_rec_header *su_next(struct su_stream *st,
 	return h;
 }
 
-/* Check each record's size against its type; counts errors in st->bad. */
-/*
- * Every record's size against its type; and the promise of SYNC records:
- * no SAMPLE, THREAD, OFFCPU or ALLOC record of a CPU stamped before the
- * time of that CPU's last SYNC, and SYNC times growing.
- */
 /* Bytes of a snapshot's registers (PLABEL_SAMPLE_REGS set). */
 static inline size_t su_regs_bytes(const struct plabel_rec_sample *s)
 {
@@ -292,6 +286,12 @@ static inline size_t su_regs_bytes(const struct plabel_rec_sample *s)
 						       PLABEL_REGS_NR);
 }
 
+/* Check each record's size against its type; counts errors in st->bad. */
+/*
+ * Every record's size against its type; and the promise of SYNC records:
+ * no SAMPLE, THREAD, OFFCPU or ALLOC record of a CPU stamped before the
+ * time of that CPU's last SYNC, and SYNC times growing.
+ */
 #define SU_SYNC_CPUS	1024
 
 static inline void su_check_sync(struct su_stream *st, uint64_t *synced,
