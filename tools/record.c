@@ -48,7 +48,7 @@
  * kernel stamps and writes a record with interrupts off, but a virtual
  * CPU can be held up by its host.
  */
-#define PLABEL_SETTLE_ROOM	(PLABEL_READ_BUF / 2)
+#define PLABEL_SETTLE_LEFT	(512U << 10)
 #define PLABEL_SETTLE_MARGIN_NS	2000000000ULL
 #define PLABEL_DEFAULT_DIR	"plabel-out"
 /*
@@ -156,16 +156,26 @@ static double plabel_now(void)
 }
 
 /*
- * One read()'s bytes (read() writes them here: PLABEL_READ_BUF of room),
- * queued for the collector thread, and the time before which every record
- * has been read with them (0: not known). The collector gives the buffer
- * back for another read(), so records are not copied once more and the
- * buffer's pages stay mapped.
+ * The bytes of one or more read()s (read() writes them here, at len, with
+ * the rest of PLABEL_READ_BUF as room), queued for the collector thread,
+ * and for each read where its bytes end and the time before which every
+ * record has been read with them (0: not known). The collector gives the
+ * buffer back for more read()s, so records are not copied once more and
+ * the buffer's pages stay mapped.
  */
+#define PLABEL_QSEG_MAX		64	/* read()s a buffer holds */
+#define PLABEL_QBUF_MIN_ROOM	(1U << 20)	/* to read into it again */
+
+struct plabel_qseg {
+	size_t end;
+	uint64_t settled;
+};
+
 struct plabel_qbuf {
 	struct plabel_qbuf *next;
 	size_t len;
-	uint64_t settled;
+	unsigned int nseg;
+	struct plabel_qseg seg[PLABEL_QSEG_MAX];
 	uint8_t data[];
 };
 
@@ -176,6 +186,7 @@ struct plabel_qbuf {
  * the kernel counts what its rings then cannot hold as lost.
  */
 #define PLABEL_QBUF_MAX		8
+#define PLABEL_QBUF_LAZY	(PLABEL_QBUF_MAX / 2)
 #define PLABEL_PREFAULT		(512U << 10)	/* of the first buffer */
 
 /*
@@ -183,6 +194,15 @@ struct plabel_qbuf {
  * kernel's buffers are emptied promptly; a second thread decodes and
  * collects, in read order (dwarf snapshots are only spooled to a file then:
  * unwinding them waits for the end).
+ *
+ * Recording CMD, the collector waits until PLABEL_QBUF_LAZY buffers are
+ * queued (or the end), then takes all that are: what CMD's threads run
+ * meanwhile is not cut into by the collector's work, which perf too leaves
+ * for later (in perf.data). Every process and thread of CMD starts in the
+ * session, so the kernel's records name them all and nothing the collector
+ * would read from /proc is lost by waiting. With -p or -a, whose processes
+ * can end any time with names and mappings only /proc has, it collects
+ * each buffer as it comes.
  */
 struct plabel_rec_state {
 	int fd;
@@ -194,7 +214,12 @@ struct plabel_rec_state {
 	pthread_cond_t freecond;	/* a buffer came back */
 	struct plabel_qbuf *head, *tail;
 	struct plabel_qbuf *spare;	/* for the next read()s */
+	struct plabel_qbuf *fill;	/* main thread: read()s go on here */
 	unsigned int nbufs;	/* allocated, at most PLABEL_QBUF_MAX */
+	unsigned int nqueued;	/* on the queue */
+	int lazy;		/* collect from PLABEL_QBUF_LAZY queued on */
+	uint64_t bytes_read;	/* main thread only */
+	int draining;		/* the collector takes all that are queued */
 	int done;
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
@@ -237,14 +262,17 @@ static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
 	else
 		st->nbufs++;
 	pthread_mutex_unlock(&st->qlock);
-	if (q)
-		return q;
-	q = plabel_qbuf_new();
+	if (!q)
+		q = plabel_qbuf_new();
 	if (!q) {
 		pthread_mutex_lock(&st->qlock);
 		st->nbufs--;
 		pthread_mutex_unlock(&st->qlock);
+		return NULL;
 	}
+	q->next = NULL;
+	q->len = 0;
+	q->nseg = 0;
 	return q;
 }
 
@@ -262,30 +290,45 @@ static void *plabel_worker(void *arg)
 {
 	struct plabel_rec_state *st = arg;
 	struct plabel_qbuf *q;
+	unsigned int i;
+	size_t at;
 	int ret;
 
 	for (;;) {
 		pthread_mutex_lock(&st->qlock);
-		while (!st->head && !st->done)
+		while (!st->done && (!st->head ||
+				     (st->lazy && !st->draining &&
+				      st->nqueued < PLABEL_QBUF_LAZY)))
 			pthread_cond_wait(&st->qcond, &st->qlock);
 		q = st->head;
 		if (q) {
 			st->head = q->next;
 			if (!st->head)
 				st->tail = NULL;
+			st->nqueued--;
 		}
+		/* a lazy collector drains the queue, then waits again */
+		st->draining = st->head != NULL;
 		pthread_mutex_unlock(&st->qlock);
 		if (!q)
 			break;	/* done and drained */
 		pthread_mutex_lock(&st->col_lock);
-		ret = st->nomem ? 0 :
-		      plabel_collect_buffer(st->col, q->data, q->len);
-		if (!ret && !st->nomem && q->settled)
-			ret = plabel_collect_settled(st->col, q->settled);
+		for (i = 0, at = 0, ret = 0; i < q->nseg && !st->nomem; i++) {
+			const struct plabel_qseg *g = &q->seg[i];
+			int r;
+
+			r = plabel_collect_buffer(st->col, q->data + at,
+						  g->end - at);
+			if (!r && g->settled)
+				r = plabel_collect_settled(st->col, g->settled);
+			at = g->end;
+			if (r == -ENOMEM)
+				st->nomem = 1;
+			if (r && !ret)
+				ret = r;
+		}
 		pthread_mutex_unlock(&st->col_lock);
 		plabel_qbuf_put(st, q);
-		if (ret == -ENOMEM)
-			st->nomem = 1;
 		if (ret == -EBADMSG && !st->corrupt) {
 			st->corrupt = 1;
 			fprintf(stderr, "plabel record: malformed records from %s skipped\n",
@@ -309,6 +352,8 @@ static int plabel_worker_start(struct plabel_rec_state *st)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	ret = pthread_create(&st->worker, NULL, plabel_worker, st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ret)
+		pthread_setname_np(st->worker, "plabel-collect");
 	return -ret;
 }
 
@@ -321,35 +366,61 @@ static void plabel_worker_finish(struct plabel_rec_state *st)
 	pthread_join(st->worker, NULL);
 }
 
-/* One read(): >0 bytes queued, 0 end of stream, -EAGAIN, or an error. */
-static ssize_t plabel_read_once(struct plabel_rec_state *st)
+/* Queue the buffer being filled, if it holds anything. */
+static void plabel_fill_queue(struct plabel_rec_state *st)
 {
-	struct plabel_qbuf *q = st->nomem ? NULL : plabel_qbuf_get(st);
-	uint64_t t = plabel_now_ns();
-	ssize_t n;
-	int err;
+	struct plabel_qbuf *q = st->fill;
 
-	if (!q)
-		return -ENOMEM;
-	n = read(st->fd, q->data, PLABEL_READ_BUF);
-	err = errno;
-	if (n <= 0) {
-		plabel_qbuf_put(st, q);
-		return n < 0 ? -err : 0;
-	}
-	q->next = NULL;
-	q->len = n;
-	q->settled = (size_t)n <= PLABEL_SETTLE_ROOM &&
-		     t > PLABEL_SETTLE_MARGIN_NS ?
-		     t - PLABEL_SETTLE_MARGIN_NS : 0;
+	if (!q || !q->nseg)
+		return;
+	st->fill = NULL;
 	pthread_mutex_lock(&st->qlock);
 	if (st->tail)
 		st->tail->next = q;
 	else
 		st->head = q;
 	st->tail = q;
-	pthread_cond_signal(&st->qcond);
+	/* no wake-up that finds too little to do */
+	if (++st->nqueued >= PLABEL_QBUF_LAZY || !st->lazy)
+		pthread_cond_signal(&st->qcond);
 	pthread_mutex_unlock(&st->qlock);
+}
+
+/*
+ * One read(): >0 bytes read, 0 end of stream, -EAGAIN, or an error. The
+ * bytes go on in the buffer being filled; it is queued at once unless the
+ * collector is lazy and it has room for another read().
+ */
+static ssize_t plabel_read_once(struct plabel_rec_state *st)
+{
+	struct plabel_qbuf *q;
+	uint64_t t = plabel_now_ns();
+	size_t room;
+	ssize_t n;
+	int err;
+
+	if (st->nomem)
+		return -ENOMEM;
+	if (!st->fill)
+		st->fill = plabel_qbuf_get(st);
+	q = st->fill;
+	if (!q)
+		return -ENOMEM;
+	room = PLABEL_READ_BUF - q->len;
+	n = read(st->fd, q->data + q->len, room);
+	err = errno;
+	if (n <= 0)
+		return n < 0 ? -err : 0;
+	q->len += n;
+	q->seg[q->nseg].end = q->len;
+	q->seg[q->nseg].settled = room - n >= PLABEL_SETTLE_LEFT &&
+				  t > PLABEL_SETTLE_MARGIN_NS ?
+				  t - PLABEL_SETTLE_MARGIN_NS : 0;
+	q->nseg++;
+	st->bytes_read += n;
+	if (!st->lazy || q->nseg == PLABEL_QSEG_MAX ||
+	    PLABEL_READ_BUF - q->len < PLABEL_QBUF_MIN_ROOM)
+		plabel_fill_queue(st);
 	return n;
 }
 
@@ -365,8 +436,10 @@ static void plabel_progress(struct plabel_rec_state *st, double t0,
 		return;
 	plabel_collect_stats(st->col, &s);
 	pthread_mutex_unlock(&st->col_lock);
-	fprintf(stderr, "\rplabel: recording %.0fs, %" PRIu64 " samples, %"
-		PRIu64 " lost%s", plabel_now() - t0, s.samples, s.lost,
+	/* samples are counted once collected, read bytes at once */
+	fprintf(stderr, "\rplabel: recording %.0fs, %.1f MiB read, %" PRIu64
+		" samples, %" PRIu64 " lost%s", plabel_now() - t0,
+		st->bytes_read / 1048576.0, s.samples, s.lost,
 		final ? "\n" : "   ");
 }
 
@@ -1128,6 +1201,7 @@ static int plabel_record_run(int argc, char **argv,
 			plabel_start_err(-ret));
 		goto err_child;
 	}
+	st.lazy = so.target == PLABEL_TARGET_TREE;
 	ret = plabel_worker_start(&st);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start a thread: %s\n",
@@ -1254,6 +1328,7 @@ static int plabel_record_run(int argc, char **argv,
 		if (n <= 0 && n != -EINTR)
 			break;
 	}
+	plabel_fill_queue(&st);
 	plabel_worker_finish(&st);
 	if (tty)
 		plabel_progress(&st, t0, 1);
@@ -1302,6 +1377,7 @@ err_sig:
 err_free:
 	plabel_collect_free(st.col);
 	plabel_syms_free(syms);
+	plabel_qbuf_free(st.fill);
 	while (st.spare) {
 		struct plabel_qbuf *q = st.spare;
 

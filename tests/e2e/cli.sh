@@ -42,7 +42,7 @@ fi
 if command -v script >/dev/null; then
 	t_ok "progress line on a terminal" sh -c \
 		'script -qec "$1 record -o $2 -- sleep 2.5" /dev/null |
-		 grep -q "recording [0-9]*s, [0-9]* samples, [0-9]* lost"' \
+		 grep -q "recording [0-9]*s, [0-9.]* MiB read, [0-9]* samples, [0-9]* lost"' \
 		- "$PLABEL" "$E2E_OUT/tty"
 else
 	t_skip "progress line on a terminal" "no script(1)"

@@ -128,6 +128,44 @@ t_ok "-a --duration 1: profile written" test -s "$D/dur/cpu.pb.gz"
 e2e_record "$D/durcmd" --duration 1 -- sleep 30
 rc=$?
 t_ok "--duration 1 -- sleep 30: CMD ended by SIGTERM (exit 143)" test "$rc" -eq 143
+# The collecting thread: recording a command it waits (for 4 full buffers
+# or the end), so it is not woken while a short command runs; with -p it
+# takes each read at once. Its voluntary context switches count its
+# wake-ups; the kernel wakes the reader about once a second.
+collector_switches() {
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = plabel-collect ] &&
+			awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status"
+	done
+}
+# collector_wakes DIR ARGS..: its wake-ups from 1 s to 3.5 s into recording,
+# in $wakes (empty if it was not found)
+collector_wakes() {
+	_d=$1
+	shift
+	"$PLABEL" record -o "$_d" "$@" >"$_d.log" 2>&1 &
+	_rec=$!
+	sleep 1
+	_a=$(collector_switches $_rec)
+	sleep 2.5
+	_b=$(collector_switches $_rec)
+	kill -INT $_rec 2>/dev/null
+	wait $_rec
+	sed 's/^/# /' "$_d.log"
+	wakes=
+	[ -n "$_a" ] && [ -n "$_b" ] && wakes=$((_b - _a))
+}
+collector_wakes "$D/lazy" -- "$E2E_BIN/spin" 60000
+echo "# collector wake-ups recording a command: $wakes"
+t_ok "recording CMD: the collector is not woken while CMD runs" test "$wakes" = 0
+t_ok "recording CMD: what it waited for was collected" sh -c \
+	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin\|child_spin"' - "$D/lazy/cpu.pb.gz"
+collector_wakes "$D/eager" -p "$spin"
+echo "# collector wake-ups recording -p: $wakes"
+t_ok "-p: the collector takes each read at once" test "${wakes:-0}" -ge 1
+t_ok "-p: the process sampled" sh -c \
+	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin"' - "$D/eager/cpu.pb.gz"
+
 kill $(cat /proc/"$spin"/task/*/children 2>/dev/null) "$spin" 2>/dev/null
 wait "$spin" 2>/dev/null
 
