@@ -196,13 +196,15 @@ struct plabel_qbuf {
  * unwinding them waits for the end).
  *
  * Recording CMD, the collector waits until PLABEL_QBUF_LAZY buffers are
- * queued (or the end), then takes all that are: what CMD's threads run
- * meanwhile is not cut into by the collector's work, which perf too leaves
- * for later (in perf.data). Every process and thread of CMD starts in the
- * session, so the kernel's records name them all and nothing the collector
- * would read from /proc is lost by waiting. With -p or -a, whose processes
- * can end any time with names and mappings only /proc has, it collects
- * each buffer as it comes.
+ * queued (or the end, or the reader is out of memory for another), then
+ * takes all that are: what CMD's threads run meanwhile is not cut into by
+ * the collector's work, which perf too leaves for later (in perf.data).
+ * Every process and thread of CMD starts in the session, so the kernel's
+ * records name them and their mappings, and the collector reads /proc only
+ * where a record comes late or was lost (a sample read before its
+ * process's THREAD record), which waiting makes likelier to find the
+ * process gone. With -p or -a, whose processes can end any time with
+ * names and mappings only /proc has, it collects each buffer as it comes.
  */
 struct plabel_rec_state {
 	int fd;
@@ -220,6 +222,7 @@ struct plabel_rec_state {
 	int lazy;		/* collect from PLABEL_QBUF_LAZY queued on */
 	uint64_t bytes_read;	/* main thread only */
 	int draining;		/* the collector takes all that are queued */
+	int starved;		/* the reader waits for a buffer back */
 	int done;
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
@@ -265,10 +268,24 @@ static struct plabel_qbuf *plabel_qbuf_get(struct plabel_rec_state *st)
 	if (!q)
 		q = plabel_qbuf_new();
 	if (!q) {
+		/*
+		 * No memory for another: wait for one of those queued (all
+		 * are, or with the collector), woken to take them if lazy.
+		 */
 		pthread_mutex_lock(&st->qlock);
 		st->nbufs--;
+		if (st->nbufs) {
+			st->starved = 1;
+			pthread_cond_signal(&st->qcond);
+			while (!st->spare)
+				pthread_cond_wait(&st->freecond, &st->qlock);
+			q = st->spare;
+			st->spare = q->next;
+			st->starved = 0;
+		}
 		pthread_mutex_unlock(&st->qlock);
-		return NULL;
+		if (!q)
+			return NULL;
 	}
 	q->next = NULL;
 	q->len = 0;
@@ -298,6 +315,7 @@ static void *plabel_worker(void *arg)
 		pthread_mutex_lock(&st->qlock);
 		while (!st->done && (!st->head ||
 				     (st->lazy && !st->draining &&
+				      !st->starved &&
 				      st->nqueued < PLABEL_QBUF_LAZY)))
 			pthread_cond_wait(&st->qcond, &st->qlock);
 		q = st->head;

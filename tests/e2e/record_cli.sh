@@ -145,12 +145,24 @@ collector_wakes() {
 	shift
 	"$PLABEL" record -o "$_d" "$@" >"$_d.log" 2>&1 &
 	_rec=$!
+	_n=0
+	until grep -q "^plabel: recording started" "$_d.log" ||
+	      [ $_n -ge 300 ]; do
+		sleep 0.1
+		_n=$((_n + 1))
+	done
 	sleep 1
 	_a=$(collector_switches $_rec)
 	sleep 2.5
 	_b=$(collector_switches $_rec)
+	# CMD's own children too: record ends only its direct child
+	_kids=$(cat /proc/$_rec/task/*/children 2>/dev/null)
+	for _k in $_kids; do
+		_kids="$_kids $(cat /proc/$_k/task/*/children 2>/dev/null)"
+	done
 	kill -INT $_rec 2>/dev/null
 	wait $_rec
+	kill $_kids 2>/dev/null
 	sed 's/^/# /' "$_d.log"
 	wakes=
 	[ -n "$_a" ] && [ -n "$_b" ] && wakes=$((_b - _a))
