@@ -97,4 +97,12 @@ $(E2E_PLUGIN): tests/e2e/plugin/plugin.c tests/e2e/progs/burn.h tools/build.mk
 
 ALL_TARGETS	+= $(E2E_PLUGIN)
 
+# record_cli's LD_PRELOAD shim: big anonymous mappings fail on cue.
+E2E_NOMAP	:= $(B)/tests/e2e/libnomap.so
+$(E2E_NOMAP): tests/e2e/shim/nomap.c tools/build.mk
+	@mkdir -p $(@D)
+	$(CC) $(E2E_CFLAGS) -shared -fPIC -o $@ $< -ldl
+
+ALL_TARGETS	+= $(E2E_NOMAP)
+
 -include fuzz/*.mk

@@ -178,6 +178,22 @@ t_ok "-p: the collector takes each read at once" test "${wakes:-0}" -ge 1
 t_ok "-p: the process sampled" sh -c \
 	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin"' - "$D/eager/cpu.pb.gz"
 
+# Out of memory for another read buffer while the lazy collector holds the
+# others: it is woken to give one back, and recording goes on to the end.
+# The shim fails every anonymous mapping of 4 MiB or more after the first
+# (the first buffer); a 3 s command's dwarf snapshots at 4999 Hz fill
+# more than one.
+env LD_PRELOAD="$PWD/$E2E_BIN/libnomap.so" NOMAP_MIN=4194304 NOMAP_ALLOW=1 \
+	"$PLABEL" record -F 4999 -g dwarf -o "$D/nomap" -- "$E2E_BIN/spin" 3000 \
+	>"$D/nomap.log" 2>&1
+rc=$?
+sed 's/^/# /' "$D/nomap.log"
+t_ok "one read buffer only: exit 0" test "$rc" -eq 0
+t_ok "one read buffer only: not stopped for want of memory" \
+	sh -c '! grep -q "out of memory" "$1"' - "$D/nomap.log"
+t_ok "one read buffer only: recorded to the end" \
+	e2e_between "$(duration "$D/nomap/cpu.pb.gz")" 2.9 60
+
 kill $(cat /proc/"$spin"/task/*/children 2>/dev/null) "$spin" 2>/dev/null
 wait "$spin" 2>/dev/null
 
