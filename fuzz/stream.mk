@@ -13,7 +13,8 @@ STREAM_FUZZ_SRCS := fuzz/stream_fuzz.c tools/stream.c tools/collect.c \
 		    tools/pprof_codec.c \
 		    tools/table.c tools/kind.c tools/spool.c tools/chain.c \
 		    tools/lset.c tools/weigh.c tools/proc.c \
-		    tools/names.c tools/resolve.c tools/join.c tools/timeline.c
+		    tools/names.c tools/resolve.c tools/join.c tools/timeline.c \
+		    tools/tlsctx.c
 
 $(STREAM_FUZZ): $(STREAM_FUZZ_SRCS) $(wildcard tools/*.h) $(PROTO_C) \
 		$(PROTO_HDR) fuzz/profile.mk fuzz/stream.mk

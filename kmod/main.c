@@ -260,6 +260,7 @@ static long plabel_ioctl(struct file *file, unsigned int cmd,
 				       sizeof(a.threads_get)) ?: err;
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_START):
 	case PLABEL_IOC_BASE(PLABEL_IOC_SESSION_STOP):
+	case PLABEL_IOC_BASE(PLABEL_IOC_TLSCTX_SET):
 		return plabel_session_ioctl(pf, file, cmd, arg);
 	case PLABEL_IOC_BASE(PLABEL_IOC_HEAP_ALLOC):
 	case PLABEL_IOC_BASE(PLABEL_IOC_HEAP_FREE):

@@ -249,10 +249,14 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 {
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
+	/* read once: the ioctl may publish it meanwhile */
+	struct plabel_tlsctx __rcu **tlsctx = uregs ? READ_ONCE(s->tlsctx) :
+					      NULL;
 	struct plabel_wr w;
 
 	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kernel, snap,
-						     snap_size) + extra_len))
+						     snap_size) + extra_len +
+			     plabel_tlsctx_room(tlsctx)))
 		return false;
 	/* the fixed part last, once its counts are known */
 	plabel_wr_skip(&w, sizeof(*rec));
@@ -314,6 +318,8 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 		rec->stack_size = plabel_wr_put_user(&w, uregs->sp, len);
 		rec->flags |= PLABEL_SAMPLE_REGS;
 	}
+	/* the thread context a program publishes, after all that */
+	plabel_tlsctx_emit(tlsctx, &w, &rec->flags);
 	plabel_wr_patch(&w, 0, rec, sizeof(*rec));
 	plabel_wr_commit(&w);
 	if (wp)

@@ -761,6 +761,7 @@ static void plabel_session_free(struct plabel_session *s)
 	kfree(s->path_buf);
 	kfree(s->root_buf);
 	plabel_offcpu_free(s);
+	plabel_tlsctx_free(s);
 	kvfree(s->tree);
 	kfree(s->pids);
 	kfree(s);
@@ -918,6 +919,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 		return -ENOMEM;
 	INIT_HLIST_NODE(&s->hp_node);
 	mutex_init(&s->read_lock);
+	mutex_init(&s->tlsctx_lock);
 	init_waitqueue_head(&s->wq);
 	init_irq_work(&s->wake_work, plabel_wake_fn);
 	INIT_DELAYED_WORK(&s->tick, plabel_tick_fn);
@@ -1029,6 +1031,28 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 /* The ioctl number without its size bits, so arguments may grow. */
 #define PLABEL_IOC_BASE(cmd)	((cmd) & ~IOCSIZE_MASK)
 
+/*
+ * PLABEL_IOC_TLSCTX_SET: the caller must be privileged now, as for reading
+ * the session's records, which the registration adds to.
+ */
+static int plabel_session_tlsctx(struct plabel_file *pf, void __user *uarg)
+{
+	/* pairs with the release in plabel_session_start() */
+	struct plabel_session *s = smp_load_acquire(&pf->session);
+	struct plabel_tlsctx_args a;
+	u32 usize;
+	int ret;
+
+	ret = plabel_args_in(&a, sizeof(a), uarg, &usize);
+	if (ret)
+		return ret;
+	if (!s)
+		return -EINVAL;
+	if (!plabel_perfmon_now())
+		return -EPERM;
+	return plabel_tlsctx_set(s, &a);
+}
+
 long plabel_session_ioctl(struct plabel_file *pf, struct file *file,
 			  unsigned int cmd, unsigned long arg)
 {
@@ -1046,6 +1070,8 @@ long plabel_session_ioctl(struct plabel_file *pf, struct file *file,
 			plabel_session_stop_locked(s);
 		mutex_unlock(&plabel_session_mutex);
 		return s ? 0 : -EINVAL;
+	case PLABEL_IOC_BASE(PLABEL_IOC_TLSCTX_SET):
+		return plabel_session_tlsctx(pf, (void __user *)arg);
 	default:
 		return -ENOTTY;
 	}

@@ -191,6 +191,9 @@ struct plabel_session {
 	u64 sync_start;		/* tick's, while sync_pending */
 	u64 synced_ns;		/* release/acquire */
 	bool sync_pending;	/* the tick's call_rcu is queued */
+	/* processes whose thread contexts records carry (tlsctx.c) */
+	struct plabel_tlsctx __rcu **tlsctx;
+	struct mutex tlsctx_lock;
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
 	char *root_buf;		/* PATH_MAX, for the mm scanner */
 };
@@ -285,5 +288,14 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 bool plabel_sample_alloc(struct plabel_session *s,
 			 const struct plabel_heap_args *a);
 void plabel_sample_free(struct plabel_session *s, u64 addr);
+
+/* tlsctx.c: the ioctl and teardown in process context, the rest irqs off */
+struct plabel_tlsctx;
+int plabel_tlsctx_set(struct plabel_session *s,
+		      const struct plabel_tlsctx_args *a);
+void plabel_tlsctx_free(struct plabel_session *s);
+u32 plabel_tlsctx_room(struct plabel_tlsctx __rcu **tab);
+void plabel_tlsctx_emit(struct plabel_tlsctx __rcu **tab, struct plabel_wr *w,
+			u32 *flags);
 
 #endif /* PLABEL_SESSION_H */

@@ -165,10 +165,45 @@ struct plabel_collect {
 	uint64_t heap_rate;
 	uint64_t heap_unmatched;	/* plabel_collect_heap_counts()' */
 	uint64_t heap_implied;
+
+	/*
+	 * Thread contexts other programs publish: a record carrying one
+	 * stands for its kernel set plus the context's labels, a set of its
+	 * own (struct plabel_cset, with an id of PLABEL_CSET_BIT on), made
+	 * a label set at the end, when the kernel's sets are all in. Key
+	 * maps come from tctx, by process.
+	 */
+	struct plabel_tctx *tctx;	/* NULL: OTel attributes unnamed */
+	struct plabel_cset {
+		uint64_t base;		/* the kernel's set */
+		char *kv;		/* key, NUL, value, NUL, ... sorted */
+		size_t len;
+		uint32_t n;
+	} *csets;
+	size_t ncsets, csets_cap;
+	struct plabel_itab cset_tab;
+	struct plabel_tctx_label *tbuf;	/* PLABEL_CTX_LABELS of them */
+	struct plabel_ckm {
+		uint32_t pid;	/* first: plabel_itab_u32() */
+		uint32_t since;	/* contexts decoded since the map was read */
+		int have;
+		struct plabel_otel_keymap km;
+	} *ckms;
+	size_t nckms, ckms_cap;
+	struct plabel_itab ckm_tab;
+	struct plabel_tctx_stats tst;
 };
+
+/* Ids of the sets with a context's labels: never the kernel's */
+#define PLABEL_CSET_BIT		(1ULL << 63)
+#define PLABEL_CTX_LABELS	(PLABEL_OTEL_MAX_KEYS + 2)
+/* Contexts of a process between two readings of its key map, at least */
+#define PLABEL_CKM_AGAIN	1024
 
 void plabel_collect_free(struct plabel_collect *c)
 {
+	size_t i;
+
 	if (!c)
 		return;
 	plabel_lsets_release(&c->lsets);
@@ -192,7 +227,21 @@ void plabel_collect_free(struct plabel_collect *c)
 	plabel_join_release(&c->join);
 	free(c->joined);
 	free(c->rec);
+	for (i = 0; i < c->ncsets; i++)
+		free(c->csets[i].kv);
+	free(c->csets);
+	plabel_itab_free(&c->cset_tab);
+	free(c->tbuf);
+	for (i = 0; i < c->nckms; i++)
+		plabel_otel_keymap_release(&c->ckms[i].km);
+	free(c->ckms);
+	plabel_itab_free(&c->ckm_tab);
 	free(c);
+}
+
+void plabel_collect_set_tctx(struct plabel_collect *c, struct plabel_tctx *t)
+{
+	c->tctx = t;
 }
 
 void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns)
@@ -615,15 +664,181 @@ static uint64_t watermark(const struct plabel_collect *c)
 	return w == UINT64_MAX ? 0 : w;
 }
 
+/* ---- thread contexts (tlsctx.h) ---- */
+
+/* pid's key map as tctx has it, read again after unknown keys. */
+static const struct plabel_otel_keymap *ctx_keymap(struct plabel_collect *c,
+						   uint32_t pid)
+{
+	struct plabel_ckm *k;
+	size_t i;
+
+	if (!c->tctx)
+		return NULL;
+	i = plabel_itab_u32(&c->ckm_tab, &c->ckms, &c->nckms, &c->ckms_cap,
+			    sizeof(*c->ckms), pid, NULL);
+	if (i == SIZE_MAX)
+		return NULL;
+	k = &c->ckms[i];
+	if (!k->since) {
+		k->have = !plabel_tctx_keymap(c->tctx, pid, &k->km);
+		k->since = 1;
+	}
+	return k->have ? &k->km : NULL;
+}
+
+static int ctx_label_cmp(const void *pa, const void *pb)
+{
+	const struct plabel_tctx_label *a = pa, *b = pb;
+
+	return strcmp(a->key, b->key);
+}
+
+/*
+ * The set record r stands for: its kernel set, or with a thread context
+ * the set of that and the context's labels. 0 or -ENOMEM.
+ */
+static int ctx_set(struct plabel_collect *c, const struct plabel_dec_rec *r,
+		   uint64_t *id)
+{
+	const struct plabel_rec_sample *h = &r->u.sample.hdr;
+	const struct plabel_rec_tlsctx *t = &r->u.sample.tlsctx;
+	uint64_t unknown = c->tst.unknown_keys, hash;
+	const struct plabel_otel_keymap *km;
+	size_t n, i, len = 0, pos = SIZE_MAX;
+	struct plabel_cset *cs;
+	char *kv, *p;
+
+	*id = h->set_id;
+	if (!r->u.sample.tlsctx_data)
+		return 0;
+	if (!c->tbuf) {
+		c->tbuf = malloc(PLABEL_CTX_LABELS * sizeof(*c->tbuf));
+		if (!c->tbuf)
+			return -ENOMEM;
+	}
+	km = t->format == PLABEL_TLSCTX_OTEL_V1 ? ctx_keymap(c, h->pid) : NULL;
+	n = plabel_tctx_labels(t->format, t->flags, r->u.sample.tlsctx_data,
+			       t->len, km, c->tbuf, PLABEL_CTX_LABELS, &c->tst);
+	c->st.contexts = c->tst.contexts;
+	c->st.ctx_unknown = c->tst.unknown_keys;
+	c->st.ctx_bad = c->tst.bad_labels;
+	c->st.ctx_partial = c->tst.partial;
+	if (km && c->tst.unknown_keys != unknown) {
+		/* the map may have grown since: read it again, now and then */
+		struct plabel_ckm *k = &c->ckms[plabel_itab_u32(&c->ckm_tab,
+				&c->ckms, &c->nckms, &c->ckms_cap,
+				sizeof(*c->ckms), h->pid, NULL)];
+
+		if (k->since++ >= PLABEL_CKM_AGAIN)
+			k->since = 0;
+	}
+	if (!n)
+		return 0;
+	qsort(c->tbuf, n, sizeof(*c->tbuf), ctx_label_cmp);
+	for (i = 0; i < n; i++)
+		len += strlen(c->tbuf[i].key) + strlen(c->tbuf[i].value) + 2;
+	kv = malloc(len);
+	if (!kv)
+		return -ENOMEM;
+	for (p = kv, i = 0; i < n; i++) {
+		p = stpcpy(p, c->tbuf[i].key) + 1;
+		p = stpcpy(p, c->tbuf[i].value) + 1;
+	}
+	hash = PLABEL_FNV_INIT ^ h->set_id;
+	for (i = 0; i < len; i++)
+		hash = (hash ^ (unsigned char)kv[i]) * PLABEL_FNV_PRIME;
+	while ((i = plabel_itab_next(&c->cset_tab, hash, &pos)) != SIZE_MAX) {
+		cs = &c->csets[i];
+		if (cs->base == h->set_id && cs->len == len &&
+		    !memcmp(cs->kv, kv, len)) {
+			free(kv);
+			*id = PLABEL_CSET_BIT | i;
+			return 0;
+		}
+	}
+	if (plabel_itab_reserve(&c->cset_tab, 1) ||
+	    plabel_grow(&c->csets, &c->csets_cap, c->ncsets,
+			sizeof(*c->csets))) {
+		free(kv);
+		return -ENOMEM;
+	}
+	i = c->ncsets++;
+	c->csets[i] = (struct plabel_cset) {
+		.base = h->set_id, .kv = kv, .len = len, .n = (uint32_t)n,
+	};
+	plabel_itab_put(&c->cset_tab, hash, i);
+	*id = PLABEL_CSET_BIT | i;
+	return 0;
+}
+
+/*
+ * The context sets made label sets: the kernel set's labels, then those
+ * of the context whose keys it lacks. 0 or -ENOMEM.
+ */
+static int ctx_sets_add(struct plabel_collect *c)
+{
+	struct plabel_dec_label *l = NULL;
+	size_t i, cap = 0;
+	int ret = 0;
+
+	if (!c->ncsets)
+		return 0;
+	plabel_lsets_sort(&c->lsets);
+	for (i = 0; i < c->ncsets && !ret; i++) {
+		const struct plabel_cset *cs = &c->csets[i];
+		const struct plabel_lset *base = NULL;
+		uint32_t n = 0, nb = 0, j, k;
+		const char *p = cs->kv;
+
+		if (plabel_lsets_find(&c->lsets, PLABEL_CSET_BIT | i))
+			continue;	/* made before (a second finish) */
+		if (cs->base)
+			base = plabel_lsets_find(&c->lsets, cs->base);
+		if (base)
+			nb = base->count;
+		if (plabel_grow_to(&l, &cap, nb + cs->n, sizeof(*l))) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (j = 0; j < nb; j++) {
+			l[n].key.ptr = base->labels[j].key;
+			l[n].key.len = (uint32_t)strlen(base->labels[j].key);
+			l[n].value.ptr = base->labels[j].value;
+			l[n++].value.len =
+				(uint32_t)strlen(base->labels[j].value);
+		}
+		for (j = 0; j < cs->n; j++) {
+			const char *key = p, *val = p + strlen(p) + 1;
+
+			p = val + strlen(val) + 1;
+			for (k = 0; k < nb; k++)
+				if (!strcmp(base->labels[k].key, key))
+					break;
+			if (k < nb)
+				continue;	/* the program's own set wins */
+			l[n].key.ptr = key;
+			l[n].key.len = (uint32_t)strlen(key);
+			l[n].value.ptr = val;
+			l[n++].value.len = (uint32_t)strlen(val);
+		}
+		/* (adding may move the sets: base is not read after) */
+		ret = plabel_lsets_add(&c->lsets, PLABEL_CSET_BIT | i, l, n);
+	}
+	free(l);
+	return ret;
+}
+
 /* Held sample s, of record r, in the timeline too. 0 or -ENOMEM. */
 static int timeline_note(struct plabel_collect *c,
 			 const struct plabel_dec_rec *r,
-			 const struct plabel_csample *s, uint64_t nanos)
+			 const struct plabel_csample *s, uint64_t nanos,
+			 uint64_t set_id)
 {
 	const struct plabel_rec_sample *h = &r->u.sample.hdr;
 	struct plabel_tl_obs o = {
 		.time_ns = h->time_ns,
-		.set_id = h->set_id,
+		.set_id = set_id,
 		.seq = s->seq,
 		.pid = h->pid,
 		.tid = h->tid,
@@ -658,6 +873,7 @@ static int add_sample(struct plabel_collect *c,
 	struct plabel_csample *s;
 	struct plabel_proc *p;
 	uint32_t gen, chain, src;
+	uint64_t set_id;
 	int defer = 0, ret;
 
 	ret = cpu_seen(c, h->cpu, h->time_ns);
@@ -733,7 +949,10 @@ static int add_sample(struct plabel_collect *c,
 	}
 	if (ret)
 		return ret;
-	if (src_get(c, h->pid, h->set_id, &src) || held_room(c))
+	ret = ctx_set(c, r, &set_id);
+	if (ret)
+		return ret;
+	if (src_get(c, h->pid, set_id, &src) || held_room(c))
 		return -ENOMEM;
 	/* last, as the sample is then certainly kept: spool and samples agree */
 	if (defer && plabel_spool_add(&c->spool, r->u.sample.regs,
@@ -783,7 +1002,7 @@ static int add_sample(struct plabel_collect *c,
 		s->weight = PLABEL_W_PERIOD;
 		s->value = 0;
 	}
-	return c->tl ? timeline_note(c, r, s, nanos) : 0;
+	return c->tl ? timeline_note(c, r, s, nanos, set_id) : 0;
 }
 
 /*
@@ -796,6 +1015,7 @@ static int add_alloc(struct plabel_collect *c, const struct plabel_dec_rec *r)
 	struct plabel_heap_ev *e;
 	struct plabel_proc *p;
 	uint32_t gen, chain, src;
+	uint64_t set_id;
 	int ret;
 
 	c->st.allocs++;
@@ -831,7 +1051,10 @@ static int add_alloc(struct plabel_collect *c, const struct plabel_dec_rec *r)
 	ret = sample_chain(c, p, r, 1, &chain);
 	if (ret)
 		return ret;
-	if (src_get(c, h->pid, h->set_id, &src) ||
+	ret = ctx_set(c, r, &set_id);
+	if (ret)
+		return ret;
+	if (src_get(c, h->pid, set_id, &src) ||
 	    plabel_grow(&c->heap, &c->heap_cap, c->nheap, sizeof(*c->heap)))
 		return -ENOMEM;
 	e = &c->heap[c->nheap++];
@@ -1614,6 +1837,9 @@ int plabel_collect_write_timeline(struct plabel_collect *c, const char *path)
 
 	if (!c->tl)
 		return -EINVAL;
+	ret = ctx_sets_add(c);
+	if (ret)
+		return ret;
 	c->tl->start_ns = c->start_ns;
 	for (i = 0; i < c->tl->n && !ret; i++)
 		ret = tl_resolve(c, &cache, &c->tl->obs[i]);
@@ -1968,6 +2194,11 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	for (k = 0; k < c->naggs; k++)
 		order[k] = (uint32_t)k;
 	qsort_r(order, c->naggs, sizeof(*order), agg_first_cmp, c->aggs);
+	ret = ctx_sets_add(c);
+	if (ret) {
+		free(order);
+		return ret;
+	}
 	plabel_lsets_sort(&c->lsets);
 	c->st.unresolved = 0;
 

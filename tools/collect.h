@@ -19,6 +19,7 @@
 #include "stream.h"
 #include "symbolize.h"
 #include "timeline.h"
+#include "tlsctx.h"
 
 struct plabel_collect;
 
@@ -44,6 +45,10 @@ struct plabel_collect_stats {
 	uint64_t frees_unmatched; /* FREEs of blocks not sampled here */
 	uint64_t frees_implied;	/* blocks whose address was sampled again */
 	uint64_t allocs_dropped; /* left out over a reader's bound */
+	uint64_t contexts;	/* records with a thread context */
+	uint64_t ctx_unknown;	/* OTel attributes of keys not mapped */
+	uint64_t ctx_bad;	/* context labels not fit for a label */
+	uint64_t ctx_partial;	/* contexts the kernel could not copy whole */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 
@@ -86,6 +91,13 @@ int plabel_collect_heap_freed(struct plabel_collect *c, const void *rec,
 void plabel_collect_heap_counts(struct plabel_collect *c, uint64_t frees,
 				uint64_t unmatched, uint64_t implied,
 				uint64_t lost, uint64_t dropped);
+
+/*
+ * Name the OTel attributes of thread contexts with the key maps t reads
+ * (without it, records' contexts give trace and span ids and
+ * custom-labels only).
+ */
+void plabel_collect_set_tctx(struct plabel_collect *c, struct plabel_tctx *t);
 
 /* Default sampling period when the stream does not say (it does). */
 void plabel_collect_set_period(struct plabel_collect *c, uint64_t period_ns);

@@ -226,6 +226,7 @@ struct plabel_rec_state {
 	int done;
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
+	struct plabel_tctx *tctx;	/* thread contexts; main thread */
 };
 
 /*
@@ -429,6 +430,9 @@ static ssize_t plabel_read_once(struct plabel_rec_state *st)
 	err = errno;
 	if (n <= 0)
 		return n < 0 ? -err : 0;
+	/* processes that may publish thread contexts, at once */
+	if (st->tctx)
+		plabel_tctx_scan(st->tctx, q->data + q->len, (size_t)n);
 	q->len += n;
 	q->seg[q->nseg].end = q->len;
 	q->seg[q->nseg].settled = room - n >= PLABEL_SETTLE_LEFT &&
@@ -1220,6 +1224,13 @@ static int plabel_record_run(int argc, char **argv,
 		goto err_child;
 	}
 	st.lazy = so.target == PLABEL_TARGET_TREE;
+	/* without memory for it, only other programs' contexts are lost */
+	st.tctx = plabel_tctx_new(st.fd);
+	if (st.tctx) {
+		plabel_collect_set_tctx(st.col, st.tctx);
+		for (i = 0; watch && i < npids; i++)
+			plabel_tctx_watch(st.tctx, (uint32_t)pids[i]);
+	}
 	ret = plabel_worker_start(&st);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start a thread: %s\n",
@@ -1244,6 +1255,8 @@ static int plabel_record_run(int argc, char **argv,
 				cmd[0]);
 		close(pipefd[1]);
 		pipefd[1] = -1;
+		if (st.tctx)
+			plabel_tctx_watch(st.tctx, (uint32_t)child);
 	}
 	/* readable when the process ends: poll() needs no signal for that */
 	for (i = 0; watch && i < npids; i++) {
@@ -1270,6 +1283,16 @@ static int plabel_record_run(int argc, char **argv,
 				break;
 			if (left * 1000 < wait_ms)
 				wait_ms = (int)(left * 1000) + 1;
+		}
+		if (st.tctx) {
+			/* a process to look at soon: CMD just after its exec */
+			uint64_t due = plabel_tctx_next_due(st.tctx);
+			uint64_t now = plabel_now_ns();
+
+			if (due != UINT64_MAX &&
+			    (due <= now || (due - now) / 1000000 < (uint64_t)wait_ms))
+				wait_ms = due <= now ? 0 :
+					  (int)((due - now) / 1000000) + 1;
 		}
 		if (child > 0) {
 			int wst;
@@ -1312,6 +1335,8 @@ static int plabel_record_run(int argc, char **argv,
 			pidfds[i - 1] = pidfds[--npidfds];
 			check = 1;	/* who is left? */
 		}
+		if (st.tctx)
+			plabel_tctx_poll(st.tctx, plabel_now_ns());
 		if (pfds[0].revents & (POLLIN | POLLERR)) {
 			n = plabel_read_once(&st);
 			if (n == 0)
@@ -1394,6 +1419,7 @@ err_sig:
 	sigaction(SIGCHLD, &old_chld, NULL);
 err_free:
 	plabel_collect_free(st.col);
+	plabel_tctx_free(st.tctx);
 	plabel_syms_free(syms);
 	plabel_qbuf_free(st.fill);
 	while (st.spare) {

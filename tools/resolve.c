@@ -469,6 +469,12 @@ int plabel_resolve_comments(struct plabel_prof *prof,
 		{ st->late, "exec records after their time was settled" },
 		{ st->proc_maps,
 		  "process images mapped from /proc, not the kernel's records" },
+		{ st->contexts, "records with a thread context (OTel, custom-labels)" },
+		{ st->ctx_unknown,
+		  "thread-context attributes whose key was not in the key map" },
+		{ st->ctx_bad, "thread-context labels not fit for a label" },
+		{ st->ctx_partial,
+		  "thread contexts the kernel could not copy whole" },
 	};
 	size_t i;
 	int ret = count_comment(prof, "lost records", st->lost, 1);

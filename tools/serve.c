@@ -407,6 +407,7 @@ struct serve_req {
 
 struct serve {
 	int fd;
+	struct plabel_tctx *tctx;	/* thread contexts; its own lock */
 	int wake[2];		/* the reader's: a new window, or stop */
 	pthread_mutex_t lock;
 	pthread_mutex_t syms_lock;	/* syms and syms_ns (their own) */
@@ -1381,6 +1382,11 @@ static void *serve_reader(void *arg)
 			continue;
 		if (n < 0)
 			n = 0;
+		/* processes that may publish thread contexts */
+		if (srv->tctx) {
+			plabel_tctx_scan(srv->tctx, srv->rbuf, (size_t)n);
+			plabel_tctx_poll(srv->tctx, serve_now_ns());
+		}
 		/* everything stamped before t has been read */
 		if ((size_t)n <= PLABEL_SERVE_SETTLE_ROOM &&
 		    t > PLABEL_SERVE_SETTLE_MARGIN_NS &&
@@ -1983,6 +1989,8 @@ static int serve_win_col(struct serve *srv, struct serve_win *w)
 		plabel_collect_set_period(w->col, 1000000000ULL / srv->hz);
 	if (srv->heap_bytes)
 		plabel_collect_set_heap_rate(w->col, srv->heap_bytes);
+	if (srv->tctx)
+		plabel_collect_set_tctx(w->col, srv->tctx);
 	return 0;
 }
 
@@ -2641,6 +2649,10 @@ int plabel_serve_run(const struct plabel_serve_cfg *cfg, int rec_fd,
 		goto out;
 	}
 	fcntl(rec_fd, F_SETFL, fcntl(rec_fd, F_GETFL) | O_NONBLOCK);
+	/* without memory for it, only other programs' contexts are lost */
+	srv->tctx = plabel_tctx_new(rec_fd);
+	for (i = 0; srv->tctx && i < cfg->npids; i++)
+		plabel_tctx_watch(srv->tctx, (uint32_t)cfg->pids[i]);
 
 	/* the signals are main's, through sigwaitinfo(); no SIGPIPE */
 	sigemptyset(&sigs);
@@ -2722,6 +2734,7 @@ out:
 	if (srv->wake[1] >= 0)
 		close(srv->wake[1]);
 	serve_log_free(&srv->log);
+	plabel_tctx_free(srv->tctx);
 	free(srv->rbuf);
 	free(srv->sbuf);
 	plabel_syms_free(srv->syms);

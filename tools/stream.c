@@ -62,6 +62,26 @@ static int dec_labelset(struct plabel_dec_rec *rec)
 	return 0;
 }
 
+/* With PLABEL_SAMPLE_TLSCTX: the context at the 8-aligned off. */
+static int dec_tlsctx(struct plabel_dec_rec *rec, size_t off)
+{
+	struct plabel_rec_tlsctx *t = &rec->u.sample.tlsctx;
+
+	if (!(rec->u.sample.hdr.flags & PLABEL_SAMPLE_TLSCTX))
+		return 0;
+	off = (off + 7) & ~(size_t)7;
+	if (off > rec->size || sizeof(*t) > rec->size - off)
+		return -EBADMSG;
+	memcpy(t, rec->raw + off, sizeof(*t));
+	off += sizeof(*t);
+	if (t->len > PLABEL_TLSCTX_BYTES || t->len > rec->size - off ||
+	    t->format == PLABEL_TLSCTX_NONE ||
+	    t->format > PLABEL_TLSCTX_CUSTOM_LABELS_V1)
+		return -EBADMSG;
+	rec->u.sample.tlsctx_data = rec->raw + off;
+	return 0;
+}
+
 static int dec_sample(struct plabel_dec_rec *rec)
 {
 	struct plabel_rec_sample *s = &rec->u.sample.hdr;
@@ -91,10 +111,13 @@ static int dec_sample(struct plabel_dec_rec *rec)
 	off += nips * sizeof(uint64_t);
 	rec->u.sample.has_regs = !!(s->flags & PLABEL_SAMPLE_REGS);
 	rec->u.sample.stack = NULL;
+	memset(&rec->u.sample.tlsctx, 0, sizeof(rec->u.sample.tlsctx));
+	rec->u.sample.tlsctx_data = NULL;
 	if (!rec->u.sample.has_regs) {
 		if (s->stack_size)
 			return -EBADMSG;
-		return 0;	/* (regs are not to be read then) */
+		/* (regs are not to be read then) */
+		return dec_tlsctx(rec, off);
 	}
 	if (s->flags & PLABEL_SAMPLE_FP_REGS) {
 		uint64_t r[PLABEL_FP_REGS_NR];
@@ -118,7 +141,7 @@ static int dec_sample(struct plabel_dec_rec *rec)
 	if (s->stack_size > rec->size - off)
 		return -EBADMSG;
 	rec->u.sample.stack = rec->raw + off;
-	return 0;
+	return dec_tlsctx(rec, off + s->stack_size);
 }
 
 static int dec_mmap(struct plabel_dec_rec *rec)

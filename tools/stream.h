@@ -46,6 +46,9 @@ struct plabel_dec_rec {
 			int has_regs;	/* regs, stack: set only then */
 			uint64_t regs[PLABEL_REGS_NR];
 			const uint8_t *stack;	/* hdr.stack_size bytes */
+			/* PLABEL_SAMPLE_TLSCTX: the thread's context */
+			struct plabel_rec_tlsctx tlsctx;	/* else 0 */
+			const uint8_t *tlsctx_data;	/* tlsctx.len bytes */
 		} sample;
 		struct plabel_rec_lost lost;
 		struct {

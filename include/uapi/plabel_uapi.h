@@ -629,4 +629,93 @@ enum plabel_thread_state {
 	PLABEL_THREAD_NSTATES
 };
 
+/*
+ * ---- Thread contexts other programs publish ----
+ *
+ * Every number this part adds to the interface is in this block: an
+ * ioctl, a sample flag, the formats and the bounds.
+ * Documentation/record-format.rst describes both formats.
+ *
+ * A program that does not use libplabel may still publish what its
+ * threads do, for outside profilers to read: a thread-local pointer to
+ * its current context, in the OpenTelemetry thread context (OTEP 4947:
+ * otel_thread_ctx_v1) or in the custom-labels v1 ABI
+ * (custom_labels_current_set). A session's reader finds where a process
+ * keeps that pointer (its .dynsym, the static TLS offset or the module's
+ * slot in the thread's DTV) and registers it with PLABEL_IOC_TLSCTX_SET;
+ * from then on every SAMPLE, THREAD, OFFCPU and ALLOC record the session
+ * writes for a thread of that process carries a copy of the thread's
+ * context of that moment (PLABEL_SAMPLE_TLSCTX), read with non-faulting
+ * reads of at most PLABEL_TLSCTX_BYTES bytes. The reader decodes it.
+ *
+ * PLABEL_IOC_TLSCTX_SET, on the file of a session (-EINVAL without one),
+ * by a caller that may read it (CAP_PERFMON or CAP_SYS_ADMIN, -EPERM):
+ * process pid (a thread group id in the caller's pid namespace; -ESRCH
+ * when there is none, or it has no user memory) keeps its pointer
+ *   - without PLABEL_TLSCTX_DTV: at the thread pointer (the FS base) plus
+ *     offset (static TLS: the main executable's, or a library's loaded at
+ *     start); module must be 0;
+ *   - with PLABEL_TLSCTX_DTV: at offset into the TLS block of module
+ *     number module (1..PLABEL_TLSCTX_MODULE_MAX), found through the
+ *     thread's dynamic thread vector as the GNU C library lays it out (a
+ *     pointer at FS base + 8 to 16-byte entries, the entry before the
+ *     first holding their count); a thread that has not yet allocated the
+ *     block has no context.
+ * format PLABEL_TLSCTX_NONE forgets the process. The registration lasts
+ * while the process runs the image it had at the call: an exec ends it.
+ * A session keeps up to PLABEL_TLSCTX_PROCS processes; more gets -ENOSPC
+ * (processes that exited or exec'ed make room). Unknown flags or format,
+ * pid <= 0, a module or offset out of range: -EINVAL.
+ */
+#define PLABEL_SAMPLE_TLSCTX	(1U << 5)	/* a thread context follows */
+
+enum plabel_tlsctx_format {
+	PLABEL_TLSCTX_NONE = 0,
+	PLABEL_TLSCTX_OTEL_V1 = 1,		/* OTEP 4947 record */
+	PLABEL_TLSCTX_CUSTOM_LABELS_V1 = 2,	/* custom-labels v1 set */
+};
+
+#define PLABEL_TLSCTX_DTV		(1U << 0)	/* args.flags */
+#define PLABEL_TLSCTX_MODULE_MAX	65535
+#define PLABEL_TLSCTX_OFFSET_MAX	(1LL << 30)	/* |offset| below */
+#define PLABEL_TLSCTX_PROCS		1024
+#define PLABEL_TLSCTX_BYTES		1024	/* context bytes a record carries */
+#define PLABEL_TLSCTX_LABELS		16	/* custom-labels entries read */
+
+struct plabel_tlsctx_args {
+	__u32 size;
+	__u32 flags;		/* PLABEL_TLSCTX_DTV */
+	__s32 pid;		/* thread group id */
+	__u32 format;		/* enum plabel_tlsctx_format */
+	__s64 offset;		/* from the thread pointer, or in the block */
+	__u64 module;		/* PLABEL_TLSCTX_DTV: the module's number */
+};
+
+#define PLABEL_IOC_TLSCTX_SET	_IOW(PLABEL_IOC_MAGIC, 0x12, struct plabel_tlsctx_args)
+
+/*
+ * With PLABEL_SAMPLE_TLSCTX a record has, after its stack copy (or its
+ * call chain or registers when it has none) and zero padding to 8 bytes,
+ * struct plabel_rec_tlsctx and len bytes (len <= PLABEL_TLSCTX_BYTES):
+ *   - PLABEL_TLSCTX_OTEL_V1: the thread's OTEP 4947 record as it was, its
+ *     28-byte head (valid was 1) and as much of attrs-data as was
+ *     readable, at most PLABEL_TLSCTX_BYTES - 28 bytes;
+ *   - PLABEL_TLSCTX_CUSTOM_LABELS_V1: the labels of the thread's set, up
+ *     to PLABEL_TLSCTX_LABELS of them in their order, each as
+ *     __u16 key_len, __u16 value_len and the key's and the value's bytes,
+ *     packed; entries with no key are left out, and so are those that do
+ *     not fit or cannot be read whole (PLABEL_TLSCTX_PARTIAL).
+ * A thread with no context (a NULL pointer, an OTEP record not valid, a
+ * pointer that cannot be read) gets no PLABEL_SAMPLE_TLSCTX.
+ */
+#define PLABEL_TLSCTX_PARTIAL	(1U << 0)	/* rec_tlsctx.flags */
+
+struct plabel_rec_tlsctx {
+	__u16 format;		/* enum plabel_tlsctx_format */
+	__u16 flags;		/* PLABEL_TLSCTX_PARTIAL */
+	__u32 len;		/* bytes that follow */
+};
+
+/* ---- end of thread contexts ---- */
+
 #endif /* _UAPI_PLABEL_H */

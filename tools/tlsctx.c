@@ -1,0 +1,1187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The reader's side of thread contexts other programs publish (tlsctx.h):
+ * where a process keeps its thread-local pointer, its OTel key map, and the
+ * labels a record's context stands for.
+ *
+ * Locating (plabel_tls_locate()): /proc/PID/maps lists the process's
+ * files; each ELF file mapped from offset 0 is looked at once (the answer
+ * kept by device, inode, size and time) for the symbols in .dynsym and
+ * the relocation through which its code reaches the variable. The main
+ * executable's TLS block sits right below the thread pointer (x86-64's
+ * TLS variant II: module 1 at the offset its size rounded up to its
+ * alignment, as the C libraries lay it out); a library's offset is what
+ * the dynamic linker wrote into the GOT entry of that relocation, read
+ * through /proc/PID/mem.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "table.h"
+#include "tlsctx.h"
+
+#ifndef R_X86_64_TLSDESC
+#define R_X86_64_TLSDESC	36
+#endif
+
+/* A process's files looked at, at most (the rest are not). */
+#define TLS_MAPS_MAX		4096
+/* Symbols of one .dynsym read, at most. */
+#define TLS_SYMS_MAX		(1U << 22)
+/* The largest process context payload read. */
+#define OTEL_PAYLOAD_MAX	(1U << 20)
+/* Tries of the process context's reading protocol in one go. */
+#define OTEL_READ_TRIES		8
+
+enum tls_kind {
+	TLS_NONE = 0,
+	TLS_OTEL = PLABEL_TLSCTX_OTEL_V1,
+	TLS_CL = PLABEL_TLSCTX_CUSTOM_LABELS_V1,
+};
+
+/* What one ELF file has to say; kept by file identity. */
+struct tls_elf {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int kind;		/* enum tls_kind */
+	int libplabel;		/* defines plabel_switch: libplabel itself */
+	uint64_t sym_value;	/* the variable's offset in the TLS block */
+	uint64_t tls_memsz, tls_align, tls_vaddr;
+	uint64_t load_vaddr;	/* the PT_LOAD at file offset 0 */
+	uint32_t rel_type;	/* 0: none found */
+	uint64_t rel_offset;	/* its GOT entry (vaddr) */
+	uint64_t dtpoff_offset;	/* R_X86_64_DTPOFF64's entry, with DTPMOD */
+	int have_dtpoff;
+};
+
+static pthread_mutex_t tls_elf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tls_elf *tls_elfs;
+static size_t tls_nelfs, tls_elfs_cap;
+
+static int tls_sym_is(Elf *e, size_t strndx, const GElf_Sym *s,
+		      const char *name)
+{
+	const char *n = elf_strptr(e, strndx, s->st_name);
+
+	return n && !strcmp(n, name);
+}
+
+/* The 4-byte value of the defined object s, from the file. */
+static int tls_sym_u32(Elf *e, const GElf_Sym *s, uint32_t *v)
+{
+	Elf_Scn *scn = elf_getscn(e, s->st_shndx);
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || s->st_size != 4)
+		return -1;
+	if (sh.sh_type == SHT_NOBITS) {
+		*v = 0;
+		return 0;
+	}
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || s->st_value < sh.sh_addr ||
+	    s->st_value - sh.sh_addr > d->d_size ||
+	    d->d_size - (s->st_value - sh.sh_addr) < 4)
+		return -1;
+	memcpy(v, (const char *)d->d_buf + (s->st_value - sh.sh_addr), 4);
+	return 0;
+}
+
+/*
+ * The relocation of .dynsym entry sym (or a local one with sym's value as
+ * addend) through which the code reaches the variable.
+ */
+static void tls_find_rel(Elf *e, size_t dynsym_ndx, size_t sym,
+			 struct tls_elf *x)
+{
+	Elf_Scn *scn = NULL;
+	int best = 0;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    sh.sh_link != dynsym_ndx || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		n = d->d_size / sh.sh_entsize;
+		for (i = 0; i < n && i < TLS_SYMS_MAX; i++) {
+			GElf_Rela r;
+			uint32_t type;
+			size_t rs;
+			int rank;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			type = GELF_R_TYPE(r.r_info);
+			rs = GELF_R_SYM(r.r_info);
+			if (rs != sym && !(rs == 0 &&
+			    (uint64_t)r.r_addend == x->sym_value))
+				continue;
+			/* the simplest to read first */
+			rank = type == R_X86_64_TPOFF64 ? 3 :
+			       type == R_X86_64_TLSDESC ? 2 :
+			       type == R_X86_64_DTPMOD64 && rs ? 1 : 0;
+			if (type == R_X86_64_DTPOFF64 && rs) {
+				x->dtpoff_offset = r.r_offset;
+				x->have_dtpoff = 1;
+			}
+			if (rank > best) {
+				best = rank;
+				x->rel_type = type;
+				x->rel_offset = r.r_offset;
+			}
+		}
+	}
+}
+
+/* Look at the ELF file open at fd: symbols, TLS segment, relocation. */
+static void tls_elf_read(int fd, struct tls_elf *x)
+{
+	size_t dynsym_ndx = 0, strndx = 0, phnum, i, n;
+	size_t otel = 0, cl = 0, clver = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d = NULL;
+	GElf_Ehdr eh;
+	Elf *e;
+
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return;
+	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64 ||
+	    !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 ||
+	    elf_getphdrnum(e, &phnum))
+		goto out;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph))
+			goto out;
+		if (ph.p_type == PT_TLS) {
+			x->tls_memsz = ph.p_memsz;
+			x->tls_align = ph.p_align ? ph.p_align : 1;
+			x->tls_vaddr = ph.p_vaddr;
+		} else if (ph.p_type == PT_LOAD && ph.p_offset == 0) {
+			x->load_vaddr = ph.p_vaddr;
+		}
+	}
+	if (!x->tls_memsz)
+		goto out;	/* no TLS, no variable */
+	while ((scn = elf_nextscn(e, scn))) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM) {
+			dynsym_ndx = elf_ndxscn(scn);
+			strndx = sh.sh_link;
+			d = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	if (!d || !sh.sh_entsize)
+		goto out;
+	n = d->d_size / sh.sh_entsize;
+	for (i = 1; i < n && i < TLS_SYMS_MAX; i++) {
+		GElf_Sym s;
+
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if (s.st_shndx == SHN_UNDEF)
+			continue;
+		if (GELF_ST_TYPE(s.st_info) == STT_TLS) {
+			if (tls_sym_is(e, strndx, &s, PLABEL_OTEL_SYMBOL))
+				otel = i;
+			else if (tls_sym_is(e, strndx, &s, PLABEL_CL_SYMBOL))
+				cl = i;
+		} else if (GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+			if (tls_sym_is(e, strndx, &s, "plabel_switch"))
+				x->libplabel = 1;
+		} else if (tls_sym_is(e, strndx, &s,
+				      PLABEL_CL_VERSION_SYMBOL)) {
+			clver = i;
+		}
+	}
+	/* custom-labels: only the ABI version this reads */
+	if (!otel && cl) {
+		GElf_Sym s;
+		uint32_t v;
+
+		if (!clver || !gelf_getsym(d, (int)clver, &s) ||
+		    tls_sym_u32(e, &s, &v) || v != 1)
+			cl = 0;
+	}
+	if (otel || cl) {
+		GElf_Sym s;
+
+		if (!gelf_getsym(d, (int)(otel ? otel : cl), &s))
+			goto out;
+		x->kind = otel ? TLS_OTEL : TLS_CL;
+		x->sym_value = s.st_value;
+		tls_find_rel(e, dynsym_ndx, otel ? otel : cl, x);
+	}
+out:
+	elf_end(e);
+}
+
+/* The answer for the file open at fd (kept, looked at once). */
+static int tls_elf_get(int fd, struct tls_elf *out)
+{
+	struct tls_elf x;
+	struct stat st;
+	size_t i;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	pthread_mutex_lock(&tls_elf_lock);
+	for (i = 0; i < tls_nelfs; i++) {
+		struct tls_elf *k = &tls_elfs[i];
+
+		if (k->dev == st.st_dev && k->ino == st.st_ino &&
+		    k->size == st.st_size &&
+		    k->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    k->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			*out = *k;
+			pthread_mutex_unlock(&tls_elf_lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&tls_elf_lock);
+
+	memset(&x, 0, sizeof(x));
+	x.dev = st.st_dev;
+	x.ino = st.st_ino;
+	x.size = st.st_size;
+	x.mtime = st.st_mtim;
+	tls_elf_read(fd, &x);
+	*out = x;
+	pthread_mutex_lock(&tls_elf_lock);
+	if (!plabel_grow(&tls_elfs, &tls_elfs_cap, tls_nelfs, sizeof(x)))
+		tls_elfs[tls_nelfs++] = x;
+	pthread_mutex_unlock(&tls_elf_lock);
+	return 0;
+}
+
+static int tls_mem_read(int fd, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)addr);
+
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+/* glibc's (and musl's) offset of module 1's block below the thread pointer */
+static uint64_t tls_exe_block(const struct tls_elf *x)
+{
+	uint64_t a = x->tls_align, first = -x->tls_vaddr & (a - 1);
+
+	if (a & (a - 1))
+		return 0;	/* not a power of two: not an ELF we know */
+	return ((x->tls_memsz - first + a - 1) & ~(a - 1)) + first;
+}
+
+/* Where the library's variable is, from its relocated GOT entry. */
+static int tls_lib_loc(int mem, const struct tls_elf *x, uint64_t bias,
+		       struct plabel_tls_loc *loc)
+{
+	uint64_t v[2];
+	int ret;
+
+	switch (x->rel_type) {
+	case R_X86_64_TPOFF64:
+		ret = tls_mem_read(mem, bias + x->rel_offset, v, 8);
+		if (ret)
+			return ret;
+		if (!v[0])
+			return -EAGAIN;	/* not relocated yet */
+		loc->offset = (int64_t)v[0];
+		return 0;
+	case R_X86_64_TLSDESC:
+		/* {resolver, argument}: a static offset, or {module, offset} */
+		ret = tls_mem_read(mem, bias + x->rel_offset, v, 16);
+		if (ret)
+			return ret;
+		if (!v[0])
+			return -EAGAIN;
+		if ((int64_t)v[1] < 0) {
+			loc->offset = (int64_t)v[1];
+			return 0;
+		}
+		ret = tls_mem_read(mem, v[1], v, 16);
+		if (ret)
+			return ret;
+		loc->flags = PLABEL_TLSCTX_DTV;
+		loc->module = v[0];
+		loc->offset = (int64_t)v[1];
+		return 0;
+	case R_X86_64_DTPMOD64:
+		ret = tls_mem_read(mem, bias + x->rel_offset, v, 8);
+		if (ret)
+			return ret;
+		if (!v[0])
+			return -EAGAIN;
+		loc->flags = PLABEL_TLSCTX_DTV;
+		loc->module = v[0];
+		loc->offset = (int64_t)x->sym_value;
+		if (x->have_dtpoff) {
+			ret = tls_mem_read(mem, bias + x->dtpoff_offset, &v[1],
+					   8);
+			if (ret)
+				return ret;
+			loc->offset = (int64_t)v[1];
+		}
+		return 0;
+	}
+	return -ENOENT;	/* no relocation reaches it: nothing to read */
+}
+
+static int tls_loc_sane(const struct plabel_tls_loc *loc)
+{
+	if (loc->flags & PLABEL_TLSCTX_DTV)
+		return loc->module && loc->module <= PLABEL_TLSCTX_MODULE_MAX &&
+		       loc->offset >= 0 &&
+		       loc->offset < PLABEL_TLSCTX_OFFSET_MAX;
+	return loc->offset && loc->offset > -PLABEL_TLSCTX_OFFSET_MAX &&
+	       loc->offset < PLABEL_TLSCTX_OFFSET_MAX;
+}
+
+/* One line of /proc/PID/maps. */
+struct tls_map {
+	uint64_t start, offset, ino;
+	char path[4096];
+};
+
+static int tls_parse_map(const char *line, struct tls_map *m)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[5];
+	int n = 0;
+
+	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
+		   perms, &off, &maj, &min, &ino, &n) < 7 || !n)
+		return -1;
+	m->start = start;
+	m->offset = off;
+	m->ino = ino;
+	snprintf(m->path, sizeof(m->path), "%s", line + n);
+	m->path[strcspn(m->path, "\n")] = '\0';
+	return 0;
+}
+
+int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
+{
+	struct stat exe;
+	char path[64], *line = NULL;
+	size_t cap = 0, seen = 0;
+	int mem = -1, ret = -ENOENT, have_exe;
+	struct tls_map *m;
+	FILE *f;
+
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	have_exe = !stat(path, &exe);
+	/* a child of this reader that has not exec'ed its command yet */
+	if (have_exe && pid != getpid()) {
+		struct stat self;
+
+		if (!stat("/proc/self/exe", &self) &&
+		    self.st_dev == exe.st_dev && self.st_ino == exe.st_ino) {
+			ret = -EAGAIN;
+			goto out_free;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f) {
+		ret = errno == ENOENT ? -ESRCH : -errno;
+		goto out_free;
+	}
+	while (getline(&line, &cap, f) > 0 && seen < TLS_MAPS_MAX) {
+		struct tls_elf x;
+		char file[4200];
+		struct stat st;
+		int fd, is_exe;
+
+		if (tls_parse_map(line, m) || m->offset || m->path[0] != '/' ||
+		    !m->ino)
+			continue;
+		seen++;
+		/* the file as the process sees it, if it is the same one */
+		snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid,
+			 m->path);
+		fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) || st.st_ino != m->ino ||
+		    tls_elf_get(fd, &x)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		if (x.kind == TLS_NONE || x.libplabel)
+			continue;
+		is_exe = have_exe && exe.st_dev == st.st_dev &&
+			 exe.st_ino == st.st_ino;
+		memset(loc, 0, sizeof(*loc));
+		loc->format = (uint32_t)x.kind;
+		if (is_exe) {
+			uint64_t block = tls_exe_block(&x);
+
+			if (!block || x.sym_value >= block)
+				break;
+			loc->offset = (int64_t)x.sym_value - (int64_t)block;
+		} else {
+			if (mem < 0) {
+				snprintf(path, sizeof(path), "/proc/%d/mem",
+					 (int)pid);
+				mem = open(path, O_RDONLY | O_CLOEXEC);
+				if (mem < 0) {
+					ret = -errno;
+					break;
+				}
+			}
+			ret = tls_lib_loc(mem, &x,
+					  m->start - (x.load_vaddr & ~4095ULL),
+					  loc);
+			if (ret)
+				break;
+		}
+		ret = tls_loc_sane(loc) ? 0 : -ENOENT;
+		break;
+	}
+	free(line);
+	fclose(f);
+	if (mem >= 0)
+		close(mem);
+out_free:
+	free(m);
+	return ret;
+}
+
+uint64_t plabel_tls_addr(int mem_fd, const struct plabel_tls_loc *loc,
+			 uint64_t tp)
+{
+	uint64_t dtv, n, block;
+
+	if (!(loc->flags & PLABEL_TLSCTX_DTV))
+		return tp + (uint64_t)loc->offset;
+	if (tls_mem_read(mem_fd, tp + 8, &dtv, 8) || dtv < 16 ||
+	    tls_mem_read(mem_fd, dtv - 16, &n, 8) || loc->module > n ||
+	    tls_mem_read(mem_fd, dtv + 16 * loc->module, &block, 8) ||
+	    !block || block == ~0ULL)
+		return 0;
+	return block + (uint64_t)loc->offset;
+}
+
+/* ---- The OTel process context (OTEP 4719) ---- */
+
+void plabel_otel_keymap_release(struct plabel_otel_keymap *km)
+{
+	uint32_t i;
+
+	for (i = 0; i < km->nkeys; i++)
+		free(km->keys[i]);
+	memset(km, 0, sizeof(*km));
+}
+
+/* A protobuf reader over [p, end): no read beyond end. */
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static int pb_varint(struct pb *b, uint64_t *v)
+{
+	unsigned int shift = 0;
+
+	*v = 0;
+	while (b->p < b->end && shift < 64) {
+		uint8_t c = *b->p++;
+
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 0;
+		shift += 7;
+	}
+	return -1;
+}
+
+/*
+ * The next field: its number, and for a length-delimited one its body in
+ * sub. 1 at the end, 0 for a field, -1 for a malformed message.
+ */
+static int pb_field(struct pb *b, uint32_t *field, struct pb *sub)
+{
+	uint64_t key, v;
+
+	if (b->p == b->end)
+		return 1;
+	if (pb_varint(b, &key) || !(key >> 3) || key >> 3 > UINT32_MAX)
+		return -1;
+	*field = (uint32_t)(key >> 3);
+	sub->p = sub->end = NULL;
+	switch (key & 7) {
+	case 0:
+		return pb_varint(b, &v);
+	case 1:
+		if (b->end - b->p < 8)
+			return -1;
+		b->p += 8;
+		return 0;
+	case 5:
+		if (b->end - b->p < 4)
+			return -1;
+		b->p += 4;
+		return 0;
+	case 2:
+		if (pb_varint(b, &v) || v > (uint64_t)(b->end - b->p))
+			return -1;
+		sub->p = b->p;
+		sub->end = b->p + v;
+		b->p += v;
+		return 0;
+	}
+	return -1;
+}
+
+/* A string field's body fits and holds no control bytes. */
+static int pb_good_str(const struct pb *s, size_t max)
+{
+	const uint8_t *q;
+
+	if ((size_t)(s->end - s->p) > max)
+		return 0;
+	for (q = s->p; q < s->end; q++)
+		if (*q < 0x20 || *q == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* AnyValue's string_value (field 1), or -1. */
+static int pb_any_string(struct pb v, struct pb *str)
+{
+	struct pb sub;
+	uint32_t f;
+	int r, have = 0;
+
+	while (!(r = pb_field(&v, &f, &sub)))
+		if (f == 1 && sub.p) {
+			*str = sub;
+			have = 1;
+		}
+	return r < 0 || !have ? -1 : 0;
+}
+
+static int otel_keyvalue(struct pb kv, struct plabel_otel_keymap *km)
+{
+	struct pb sub, key = { 0 }, val = { 0 }, arr, av, s;
+	uint32_t f;
+	int r, have_key = 0, have_val = 0;
+
+	while (!(r = pb_field(&kv, &f, &sub))) {
+		if (f == 1 && sub.p) {
+			key = sub;
+			have_key = 1;
+		} else if (f == 2 && sub.p) {
+			val = sub;
+			have_val = 1;
+		}
+	}
+	if (r < 0 || !have_key || !have_val)
+		return r < 0 ? -1 : 0;
+#define KEY_IS(lit) ((size_t)(key.end - key.p) == sizeof(lit) - 1 && \
+		     !memcmp(key.p, lit, sizeof(lit) - 1))
+	if (KEY_IS("threadlocal.schema_version")) {
+		if (pb_any_string(val, &s))
+			return 0;
+		km->schema_ok = ((size_t)(s.end - s.p) == 6 &&
+				 !memcmp(s.p, "tls_v1", 6)) ||
+				((size_t)(s.end - s.p) == 14 &&
+				 !memcmp(s.p, "tlsdesc_v1_dev", 14));
+		return 0;
+	}
+	if (!KEY_IS("threadlocal.attribute_key_map"))
+		return 0;
+#undef KEY_IS
+	/* AnyValue.array_value (5): ArrayValue.values (1): AnyValue */
+	while (!(r = pb_field(&val, &f, &arr))) {
+		if (f != 5 || !arr.p)
+			continue;
+		while (!(r = pb_field(&arr, &f, &av))) {
+			char *k = NULL;
+
+			if (f != 1 || !av.p)
+				continue;
+			if (km->nkeys >= PLABEL_OTEL_MAX_KEYS)
+				return 0;	/* the record cannot name more */
+			/* a key not fit for a label stays unnamed: NULL */
+			if (!pb_any_string(av, &s) && s.end > s.p &&
+			    pb_good_str(&s, PLABEL_MAX_KEY_LEN)) {
+				k = strndup((const char *)s.p,
+					    (size_t)(s.end - s.p));
+				if (!k)
+					return -1;
+			}
+			km->keys[km->nkeys++] = k;
+		}
+		if (r < 0)
+			return -1;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+/* ProcessContext: resource = 1 (not needed here), extra_attributes = 2. */
+static int otel_decode(const uint8_t *p, size_t len,
+		       struct plabel_otel_keymap *km)
+{
+	struct pb b = { p, p + len }, sub;
+	uint32_t f;
+	int r;
+
+	while (!(r = pb_field(&b, &f, &sub)))
+		if (f == 2 && sub.p && otel_keyvalue(sub, km))
+			return -1;
+	return r < 0 ? -1 : 0;
+}
+
+/* The start of the mapping named OTEL_CTX, or 0. */
+static uint64_t otel_find_map(pid_t pid)
+{
+	char path[64], *line = NULL;
+	uint64_t at = 0;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!at && getline(&line, &cap, f) > 0) {
+		unsigned long long start;
+		int n = 0;
+		char *name;
+
+		if (sscanf(line, "%llx-%*x %*s %*x %*x:%*x %*u %n", &start,
+			   &n) < 1 || !n)
+			continue;
+		name = line + n;
+		if (!strncmp(name, "/memfd:OTEL_CTX", 15) ||
+		    !strncmp(name, "[anon:OTEL_CTX]", 15) ||
+		    !strncmp(name, "[anon_shmem:OTEL_CTX]", 21))
+			at = start;
+	}
+	free(line);
+	fclose(f);
+	return at;
+}
+
+int plabel_otel_keymap_read(pid_t pid, struct plabel_otel_keymap *km)
+{
+	uint8_t h[32], h2[32];
+	uint8_t *payload = NULL;
+	uint64_t at, pub, addr;
+	uint32_t ver, size;
+	char path[64];
+	int fd, ret = -EAGAIN, tries;
+
+	plabel_otel_keymap_release(km);
+	at = otel_find_map(pid);
+	if (!at)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	for (tries = 0; tries < OTEL_READ_TRIES; tries++) {
+		ret = tls_mem_read(fd, at, h, sizeof(h));
+		if (ret)
+			break;
+		if (memcmp(h, "OTEL_CTX", 8)) {
+			ret = -ENOENT;	/* not (yet) published */
+			break;
+		}
+		memcpy(&ver, h + 8, 4);
+		memcpy(&size, h + 12, 4);
+		memcpy(&pub, h + 16, 8);
+		memcpy(&addr, h + 24, 8);
+		ret = -EBADMSG;
+		if (ver != 2 || size > OTEL_PAYLOAD_MAX)
+			break;
+		ret = -EAGAIN;
+		if (!pub)
+			continue;	/* being updated */
+		free(payload);
+		payload = malloc(size ? size : 1);
+		if (!payload) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = tls_mem_read(fd, addr, payload, size);
+		if (ret)
+			break;
+		ret = tls_mem_read(fd, at, h2, sizeof(h2));
+		if (ret)
+			break;
+		ret = -EAGAIN;
+		if (memcmp(h, h2, sizeof(h)))
+			continue;	/* changed under the read */
+		ret = otel_decode(payload, size, km) ? -EBADMSG : 0;
+		if (ret)
+			plabel_otel_keymap_release(km);
+		else
+			km->published_at_ns = pub;
+		break;
+	}
+	free(payload);
+	close(fd);
+	return ret;
+}
+
+/* ---- Decoding a record's context ---- */
+
+static int tctx_good(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+static void tctx_hex(char *out, const uint8_t *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[p[i] >> 4];
+		out[2 * i + 1] = hex[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* The label of key in out[0..n), or NULL. */
+static struct plabel_tctx_label *tctx_find(struct plabel_tctx_label *out,
+					   size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(out[i].key, key))
+			return &out[i];
+	return NULL;
+}
+
+static size_t tctx_otel(const uint8_t *data, uint32_t len,
+			const struct plabel_otel_keymap *km,
+			struct plabel_tctx_label *out, size_t cap,
+			struct plabel_tctx_stats *st)
+{
+	static const uint8_t zeros[16];
+	size_t n = 0, off = 28, end;
+	uint16_t size;
+
+	if (len < 28 || data[24] != 1)
+		return 0;
+	if (memcmp(data, zeros, 16) && n + 2 <= cap) {
+		snprintf(out[n].key, sizeof(out[n].key), "trace_id");
+		tctx_hex(out[n++].value, data, 16);
+		snprintf(out[n].key, sizeof(out[n].key), "span_id");
+		tctx_hex(out[n++].value, data + 16, 8);
+	}
+	memcpy(&size, data + 26, 2);
+	end = 28 + (size_t)size < len ? 28 + (size_t)size : len;
+	/* whole entries only: a cut one ends the walk */
+	while (end - off >= 2 && end - off - 2 >= data[off + 1]) {
+		uint8_t key = data[off], vlen = data[off + 1];
+		const uint8_t *v = data + off + 2;
+		struct plabel_tctx_label *l;
+		const char *name;
+
+		off += 2 + (size_t)vlen;
+		if (!km || !km->schema_ok || key >= km->nkeys) {
+			if (st)
+				st->unknown_keys++;
+			continue;
+		}
+		name = km->keys[key];
+		if (!name || !tctx_good(v, vlen)) {
+			if (st)
+				st->bad_labels++;
+			continue;
+		}
+		/* the last entry of a key wins */
+		l = tctx_find(out, n, name);
+		if (!l) {
+			if (n == cap)
+				continue;
+			l = &out[n++];
+			snprintf(l->key, sizeof(l->key), "%s", name);
+		}
+		memcpy(l->value, v, vlen);
+		l->value[vlen] = '\0';
+	}
+	return n;
+}
+
+static size_t tctx_custom(const uint8_t *data, uint32_t len,
+			  struct plabel_tctx_label *out, size_t cap,
+			  struct plabel_tctx_stats *st)
+{
+	size_t n = 0, off = 0;
+
+	while (len - off >= 4) {
+		uint16_t kl, vl;
+		const uint8_t *k, *v;
+
+		memcpy(&kl, data + off, 2);
+		memcpy(&vl, data + off + 2, 2);
+		if (len - off - 4 < (size_t)kl + vl)
+			break;
+		k = data + off + 4;
+		v = k + kl;
+		off += 4 + (size_t)kl + vl;
+		if (!kl || kl > PLABEL_MAX_KEY_LEN || vl > PLABEL_TLSCTX_BYTES ||
+		    !tctx_good(k, kl) || !tctx_good(v, vl)) {
+			if (st)
+				st->bad_labels++;
+			continue;
+		}
+		if (n == cap)
+			continue;
+		memcpy(out[n].key, k, kl);
+		out[n].key[kl] = '\0';
+		/* the first of a key wins */
+		if (tctx_find(out, n, out[n].key))
+			continue;
+		memcpy(out[n].value, v, vl);
+		out[n].value[vl] = '\0';
+		n++;
+	}
+	return n;
+}
+
+size_t plabel_tctx_labels(uint32_t format, uint32_t flags, const uint8_t *data,
+			  uint32_t len, const struct plabel_otel_keymap *km,
+			  struct plabel_tctx_label *out, size_t cap,
+			  struct plabel_tctx_stats *st)
+{
+	if (st) {
+		st->contexts++;
+		if (flags & PLABEL_TLSCTX_PARTIAL)
+			st->partial++;
+	}
+	if (!data)
+		return 0;
+	if (format == PLABEL_TLSCTX_OTEL_V1)
+		return tctx_otel(data, len, km, out, cap, st);
+	if (format == PLABEL_TLSCTX_CUSTOM_LABELS_V1)
+		return tctx_custom(data, len, out, cap, st);
+	return 0;
+}
+
+/* ---- The reader's bookkeeping ---- */
+
+enum tctx_state {
+	TCTX_MARKED = 1,	/* to look at when due */
+	TCTX_REGISTERED,	/* the module reads its contexts */
+	TCTX_NONE,		/* publishes nothing (yet) */
+	TCTX_FAILED,		/* could not be read or registered */
+};
+
+/* Retries of a library not relocated yet, then of a missing key map. */
+#define TCTX_TRIES		12
+#define TCTX_RETRY_NS		20000000ULL	/* doubling from 20 ms */
+#define TCTX_KEYMAP_NS		1000000000ULL	/* key map rechecked */
+
+struct tctx_proc {
+	uint32_t pid;		/* first: plabel_itab_u32() */
+	int state;		/* enum tctx_state */
+	uint32_t format;
+	unsigned int tries, km_tries;
+	uint64_t next_ns;	/* MARKED: when to look */
+	uint64_t km_next_ns;	/* OTel: when to read the key map */
+	struct plabel_otel_keymap km;
+	int have_km;
+};
+
+struct plabel_tctx {
+	int fd;
+	pthread_mutex_t lock;
+	struct tctx_proc *procs;
+	size_t n, cap;
+	struct plabel_itab tab;
+	size_t marked;		/* procs in TCTX_MARKED */
+	uint32_t registered, failed;
+};
+
+struct plabel_tctx *plabel_tctx_new(int fd)
+{
+	struct plabel_tctx *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->fd = fd;
+	pthread_mutex_init(&t->lock, NULL);
+	return t;
+}
+
+void plabel_tctx_free(struct plabel_tctx *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->n; i++)
+		plabel_otel_keymap_release(&t->procs[i].km);
+	free(t->procs);
+	plabel_itab_free(&t->tab);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* pid's entry, added if new; NULL on ENOMEM. Under the lock. */
+static struct tctx_proc *tctx_get(struct plabel_tctx *t, uint32_t pid)
+{
+	size_t i = plabel_itab_u32(&t->tab, &t->procs, &t->n, &t->cap,
+				   sizeof(*t->procs), pid, NULL);
+
+	return i == SIZE_MAX ? NULL : &t->procs[i];
+}
+
+/* Look at p soon: exec (image new) says so, as does a new process. */
+static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
+{
+	if (image) {
+		/* an exec: what was registered is gone with the old image */
+		plabel_otel_keymap_release(&p->km);
+		p->have_km = 0;
+		p->km_tries = 0;
+		if (p->state == TCTX_REGISTERED)
+			t->registered--;
+		p->state = 0;
+	}
+	if (p->state == TCTX_MARKED || p->state == TCTX_REGISTERED ||
+	    p->state == TCTX_FAILED)
+		return;
+	p->state = TCTX_MARKED;
+	p->tries = 0;
+	p->next_ns = 0;
+	t->marked++;
+}
+
+void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid)
+{
+	struct tctx_proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	p = tctx_get(t, pid);
+	if (p)
+		tctx_mark(t, p, 0);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+	size_t pos = 0;
+
+	pthread_mutex_lock(&t->lock);
+	while (len - pos >= sizeof(struct plabel_rec_header)) {
+		struct plabel_rec_header h;
+		struct tctx_proc *p = NULL;
+		uint32_t pid;
+
+		memcpy(&h, b + pos, sizeof(h));
+		if (h.size < sizeof(h) || h.size % 8 || h.size > len - pos)
+			break;
+		if (h.type == PLABEL_REC_EXEC &&
+		    h.size >= sizeof(struct plabel_rec_exec)) {
+			memcpy(&pid, b + pos +
+			       offsetof(struct plabel_rec_exec, pid), 4);
+			p = tctx_get(t, pid);
+			if (p)
+				tctx_mark(t, p, 1);
+		} else if (h.type == PLABEL_REC_THREAD &&
+			   h.size >= sizeof(struct plabel_rec_sample)) {
+			struct plabel_rec_sample s;
+
+			memcpy(&s, b + pos, sizeof(s));
+			if (s.flags & PLABEL_THREAD_PROCESS) {
+				p = tctx_get(t, s.child_pid);
+				if (p)
+					tctx_mark(t, p, 1);
+			}
+		} else if (h.type == PLABEL_REC_MMAP &&
+			   h.size >= sizeof(struct plabel_rec_mmap)) {
+			memcpy(&pid, b + pos +
+			       offsetof(struct plabel_rec_mmap, pid), 4);
+			p = tctx_get(t, pid);
+			/* a library more: it may be the one */
+			if (p && p->state == TCTX_NONE)
+				tctx_mark(t, p, 0);
+			else if (p && !p->state)
+				tctx_mark(t, p, 0);
+		}
+		pos += h.size;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void tctx_register(struct plabel_tctx *t, struct tctx_proc *p,
+			  uint64_t now)
+{
+	struct plabel_tls_loc loc;
+	int ret = plabel_tls_locate((pid_t)p->pid, &loc);
+
+	if (ret == -EAGAIN && ++p->tries < TCTX_TRIES) {
+		p->next_ns = now + (TCTX_RETRY_NS << (p->tries - 1));
+		return;
+	}
+	t->marked--;
+	if (ret) {
+		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
+			   TCTX_FAILED;
+		t->failed += p->state == TCTX_FAILED;
+		return;
+	}
+	if (t->fd >= 0) {
+		struct plabel_tlsctx_args a = {
+			.size = sizeof(a),
+			.flags = loc.flags,
+			.pid = (int32_t)p->pid,
+			.format = loc.format,
+			.offset = loc.offset,
+			.module = loc.module,
+		};
+
+		if (ioctl(t->fd, PLABEL_IOC_TLSCTX_SET, &a)) {
+			p->state = TCTX_FAILED;
+			t->failed++;
+			return;
+		}
+	}
+	p->state = TCTX_REGISTERED;
+	p->format = loc.format;
+	p->km_next_ns = now;
+	t->registered++;
+}
+
+/* The key map read again when its publication changed (OTel only). */
+static void tctx_keymap(struct tctx_proc *p, uint64_t now)
+{
+	struct plabel_otel_keymap km = { 0 };
+	int ret;
+
+	if (p->format != PLABEL_TLSCTX_OTEL_V1 || now < p->km_next_ns)
+		return;
+	ret = plabel_otel_keymap_read((pid_t)p->pid, &km);
+	if (!ret) {
+		plabel_otel_keymap_release(&p->km);
+		p->km = km;
+		p->have_km = 1;
+		p->km_next_ns = now + TCTX_KEYMAP_NS;
+		return;
+	}
+	/* not published yet: soon again, then once a second */
+	p->km_tries++;
+	p->km_next_ns = now + (p->km_tries < TCTX_TRIES ?
+			       TCTX_RETRY_NS << (p->km_tries / 2) :
+			       TCTX_KEYMAP_NS);
+	if (ret == -ESRCH)
+		p->km_next_ns = UINT64_MAX;
+}
+
+void plabel_tctx_poll(struct plabel_tctx *t, uint64_t now_ns)
+{
+	size_t i;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n; i++) {
+		struct tctx_proc *p = &t->procs[i];
+
+		if (p->state == TCTX_MARKED && now_ns >= p->next_ns)
+			tctx_register(t, p, now_ns);
+		if (p->state == TCTX_REGISTERED)
+			tctx_keymap(p, now_ns);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static int keymap_copy(struct plabel_otel_keymap *dst,
+		       const struct plabel_otel_keymap *src)
+{
+	uint32_t i;
+
+	*dst = *src;
+	for (i = 0; i < src->nkeys; i++) {
+		dst->keys[i] = src->keys[i] ? strdup(src->keys[i]) : NULL;
+		if (src->keys[i] && !dst->keys[i]) {
+			dst->nkeys = i;
+			plabel_otel_keymap_release(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int plabel_tctx_keymap(struct plabel_tctx *t, uint32_t pid,
+		       struct plabel_otel_keymap *km)
+{
+	size_t pos = SIZE_MAX, i;
+	int ret = -ENOENT;
+
+	plabel_otel_keymap_release(km);
+	pthread_mutex_lock(&t->lock);
+	while ((i = plabel_itab_next(&t->tab, plabel_hash2(pid, 0), &pos)) !=
+	       SIZE_MAX) {
+		if (t->procs[i].pid != pid)
+			continue;
+		if (t->procs[i].have_km)
+			ret = keymap_copy(km, &t->procs[i].km);
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+uint64_t plabel_tctx_next_due(struct plabel_tctx *t)
+{
+	uint64_t due = UINT64_MAX;
+	size_t i;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; t->marked && i < t->n; i++)
+		if (t->procs[i].state == TCTX_MARKED &&
+		    t->procs[i].next_ns < due)
+			due = t->procs[i].next_ns;
+	pthread_mutex_unlock(&t->lock);
+	return due;
+}
+
+void plabel_tctx_counts(struct plabel_tctx *t, uint32_t *registered,
+			uint32_t *failed)
+{
+	pthread_mutex_lock(&t->lock);
+	*registered = t->registered;
+	*failed = t->failed;
+	pthread_mutex_unlock(&t->lock);
+}
