@@ -193,6 +193,7 @@ struct plabel_session {
 	bool sync_pending;	/* the tick's call_rcu is queued */
 	/* processes whose thread contexts records carry (tlsctx.c) */
 	struct plabel_tlsctx __rcu **tlsctx;
+	u32 tlsctx_count;	/* entries in it, under tlsctx_lock */
 	struct mutex tlsctx_lock;
 	char *path_buf;		/* PATH_MAX, for the mm scanner */
 	char *root_buf;		/* PATH_MAX, for the mm scanner */

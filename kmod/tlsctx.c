@@ -42,6 +42,7 @@
 #define PLABEL_OTEL_HEAD	28
 
 struct plabel_tlsctx {
+	struct plabel_tlsctx *dead;	/* taken out, to free after a grace period */
 	struct mm_struct *mm;	/* mmgrab()ed; compared, never followed */
 	pid_t tgid;
 	u32 format;
@@ -141,11 +142,37 @@ static struct mm_struct *plabel_tlsctx_mm(pid_t pid)
 	return mm;
 }
 
+/*
+ * The table is full: take out every entry whose process exited or
+ * exec'ed, onto *dead. Returns how many.
+ */
+static u32 plabel_tlsctx_reap(struct plabel_session *s,
+			      struct plabel_tlsctx __rcu **tab,
+			      struct plabel_tlsctx **dead)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < PLABEL_TLSCTX_SLOTS; i++) {
+		struct plabel_tlsctx *x;
+
+		x = rcu_dereference_protected(tab[i],
+					      lockdep_is_held(&s->tlsctx_lock));
+		if (!x || !plabel_tlsctx_stale(x))
+			continue;
+		RCU_INIT_POINTER(tab[i], NULL);
+		x->dead = *dead;
+		*dead = x;
+		n++;
+	}
+	s->tlsctx_count -= n;
+	return n;
+}
+
 int plabel_tlsctx_set(struct plabel_session *s,
 		      const struct plabel_tlsctx_args *a)
 {
 	struct plabel_tlsctx __rcu **tab;
-	struct plabel_tlsctx *e = NULL, *old = NULL;
+	struct plabel_tlsctx *e = NULL, *old = NULL, *dead = NULL;
 	struct mm_struct *mm;
 	int i, at = -1, ret = 0;
 	u32 h;
@@ -176,9 +203,10 @@ int plabel_tlsctx_set(struct plabel_session *s,
 	mutex_lock(&s->tlsctx_lock);
 	tab = s->tlsctx;
 	if (!tab) {
-		ret = -ENOMEM;
+		ret = 0;
 		if (!e)		/* nothing to forget */
 			goto out_unlock;
+		ret = -ENOMEM;
 		tab = kvcalloc(PLABEL_TLSCTX_SLOTS, sizeof(*tab),
 			       GFP_KERNEL_ACCOUNT);
 		if (!tab)
@@ -202,23 +230,38 @@ int plabel_tlsctx_set(struct plabel_session *s,
 			at = k;
 	}
 	ret = 0;
-	if (at < 0) {
-		ret = e ? -ENOSPC : 0;
-		goto out_unlock;
-	}
-	old = rcu_dereference_protected(tab[at],
+	old = at < 0 ? NULL :
+	      rcu_dereference_protected(tab[at],
 					lockdep_is_held(&s->tlsctx_lock));
-	if (!e && old && old->tgid != a->pid)
-		old = NULL;	/* forgetting: leave a stale stranger be */
-	else
-		rcu_assign_pointer(tab[at], e);
+	if (!e) {
+		/* forgetting: only the process's own entry */
+		if (!old || old->tgid != a->pid) {
+			old = NULL;
+			goto out_unlock;
+		}
+		s->tlsctx_count--;
+	} else if (at < 0 ||
+		   (!old && s->tlsctx_count >= PLABEL_TLSCTX_PROCS &&
+		    !plabel_tlsctx_reap(s, tab, &dead))) {
+		ret = -ENOSPC;
+		goto out_unlock;
+	} else if (!old) {
+		s->tlsctx_count++;
+	}
+	rcu_assign_pointer(tab[at], e);
 	e = NULL;
 out_unlock:
 	mutex_unlock(&s->tlsctx_lock);
-	if (old) {
-		/* no record writer still looks at it */
+	if (old || dead) {
+		/* no record writer still looks at them */
 		synchronize_rcu();
-		plabel_tlsctx_put_entry(old);
+		if (old)
+			plabel_tlsctx_put_entry(old);
+		while (dead) {
+			old = dead;
+			dead = dead->dead;
+			plabel_tlsctx_put_entry(old);
+		}
 	}
 	if (e)
 		plabel_tlsctx_put_entry(e);

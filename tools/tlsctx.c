@@ -56,7 +56,6 @@ struct tls_elf {
 	off_t size;
 	struct timespec mtime;
 	int kind;		/* enum tls_kind */
-	int libplabel;		/* defines plabel_switch: libplabel itself */
 	uint64_t sym_value;	/* the variable's offset in the TLS block */
 	uint64_t tls_memsz, tls_align, tls_vaddr;
 	uint64_t load_vaddr;	/* the PT_LOAD at file offset 0 */
@@ -208,9 +207,6 @@ static void tls_elf_read(int fd, struct tls_elf *x)
 				otel = i;
 			else if (tls_sym_is(e, strndx, &s, PLABEL_CL_SYMBOL))
 				cl = i;
-		} else if (GELF_ST_TYPE(s.st_info) == STT_FUNC) {
-			if (tls_sym_is(e, strndx, &s, "plabel_switch"))
-				x->libplabel = 1;
 		} else if (tls_sym_is(e, strndx, &s,
 				      PLABEL_CL_VERSION_SYMBOL)) {
 			clver = i;
@@ -436,7 +432,7 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 			continue;
 		}
 		close(fd);
-		if (x.kind == TLS_NONE || x.libplabel)
+		if (x.kind == TLS_NONE)
 			continue;
 		is_exe = have_exe && exe.st_dev == st.st_dev &&
 			 exe.st_ino == st.st_ino;

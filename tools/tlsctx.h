@@ -41,8 +41,8 @@ struct plabel_tls_loc {
  * Find the thread-local pointer of process pid: the first of its main
  * executable and its loaded libraries (in /proc/PID/maps order) that
  * defines otel_thread_ctx_v1 or custom_labels_current_set in .dynsym
- * (custom-labels only with custom_labels_abi_version 1) and is not
- * libplabel itself (whose labels reach the module directly). The main
+ * (custom-labels only with custom_labels_abi_version 1), libplabel
+ * included (its records add the span of plabel_set_trace()). The main
  * executable's variable is at a fixed offset from the thread pointer; a
  * library's is found through the relocation its code uses
  * (R_X86_64_TPOFF64, R_X86_64_TLSDESC or R_X86_64_DTPMOD64), whose GOT

@@ -663,8 +663,9 @@ enum plabel_thread_state {
  *     block has no context.
  * format PLABEL_TLSCTX_NONE forgets the process. The registration lasts
  * while the process runs the image it had at the call: an exec ends it.
- * A session keeps up to PLABEL_TLSCTX_PROCS processes; more gets -ENOSPC
- * (processes that exited or exec'ed make room). Unknown flags or format,
+ * A session keeps up to PLABEL_TLSCTX_PROCS processes (those that exited
+ * or exec'ed make room), and a few neighbours in its table per process: a
+ * process that finds neither room gets -ENOSPC. Unknown flags or format,
  * pid <= 0, a module or offset out of range: -EINVAL.
  */
 #define PLABEL_SAMPLE_TLSCTX	(1U << 5)	/* a thread context follows */
