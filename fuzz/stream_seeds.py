@@ -33,10 +33,13 @@ def labelset(sid, kvs):
 
 
 def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None,
-           time=1000, tid=None, cpu_ns=None):
-    """A SAMPLE or THREAD record; cpu_ns sets PLABEL_SAMPLE_CPUTIME."""
+           time=1000, tid=None, cpu_ns=None, ctx=None):
+    """A SAMPLE or THREAD record; cpu_ns sets PLABEL_SAMPLE_CPUTIME; ctx,
+    (format, flags, bytes), a thread context (PLABEL_SAMPLE_TLSCTX)."""
     if flags is None:
         flags = (0 if kips else 1) | (2 if regs else 0)
+    if ctx is not None:
+        flags |= 32
     if cpu_ns is not None:
         flags |= 8
         tail = struct.pack("<Q", cpu_ns)
@@ -49,7 +52,22 @@ def sample(rtype, sid, pid, kips, uips, regs=None, stack=b"", flags=None,
     body += b"".join(struct.pack("<Q", ip) for ip in kips + uips)
     if regs:
         body += b"".join(struct.pack("<Q", r) for r in regs) + stack
+    if ctx is not None:
+        body += b"\0" * ((-(8 + len(body))) % 8)
+        body += struct.pack("<HHI", ctx[0], ctx[1], len(ctx[2])) + ctx[2]
     return rec(rtype, body)
+
+
+def otel_rec(attrs, trace=bytes(range(1, 17)), span=bytes(range(161, 169))):
+    """An OTEP 4947 record: head, then (key index, value) entries."""
+    data = b"".join(struct.pack("<BB", k, len(v)) + v for k, v in attrs)
+    return trace + span + struct.pack("<BBH", 1, 1, len(data)) + data
+
+
+def cl_set(labels):
+    """custom-labels v1 as the module copies it: u16 lengths, bytes."""
+    return b"".join(struct.pack("<HH", len(k), len(v)) + k + v
+                    for k, v in labels)
 
 
 def lost(n, kind=0):
@@ -165,6 +183,22 @@ def main():
                stack=struct.pack("<4Q", 0x400020, 0, 0x7ffd0040, 0x400020),
                flags=2 | 16) +
         offcpu_end(42, 45, 500, 900),
+        # thread contexts: OTel (no key map here: the span only; a cut
+        # entry), custom-labels (a key twice, a control byte, partial),
+        # a dwarf sample with its stack before the context
+        "tlsctx": stream() + labelset(5, [(b"endpoint", b"alpha")]) +
+        mmap(42, 0x400000, 0x401000, 0, b"/bin/true") +
+        sample(SAMPLE, 5, 42, [], [0x400010],
+               ctx=(1, 0, otel_rec([(0, b"/a"), (1, b"acme")]))) +
+        sample(SAMPLE, 0, 42, [], [0x400010], time=1100,
+               ctx=(1, 0, otel_rec([(0, b"/a")])[:-1])) +
+        sample(SAMPLE, 5, 42, [], [0x400020], time=1200,
+               ctx=(2, 1, cl_set([(b"job", b"x"), (b"job", b"y"),
+                                  (b"bad", b"\x01"), (b"", b"e")]))) +
+        sample(SAMPLE, 0, 42, [], [0x400010], time=1300,
+               regs=[i * 8 for i in range(16)] + [0x400010],
+               stack=b"\x10\x00\x40\x00\x00",
+               ctx=(2, 0, cl_set([(b"endpoint", b"beta")]))),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
