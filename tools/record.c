@@ -1284,16 +1284,7 @@ static int plabel_record_run(int argc, char **argv,
 			if (left * 1000 < wait_ms)
 				wait_ms = (int)(left * 1000) + 1;
 		}
-		if (st.tctx) {
-			/* a process to look at soon: CMD just after its exec */
-			uint64_t due = plabel_tctx_next_due(st.tctx);
-			uint64_t now = plabel_now_ns();
 
-			if (due != UINT64_MAX &&
-			    (due <= now || (due - now) / 1000000 < (uint64_t)wait_ms))
-				wait_ms = due <= now ? 0 :
-					  (int)((due - now) / 1000000) + 1;
-		}
 		if (child > 0) {
 			int wst;
 			pid_t w = waitpid(child, &wst, WNOHANG);
@@ -1335,8 +1326,6 @@ static int plabel_record_run(int argc, char **argv,
 			pidfds[i - 1] = pidfds[--npidfds];
 			check = 1;	/* who is left? */
 		}
-		if (st.tctx)
-			plabel_tctx_poll(st.tctx, plabel_now_ns());
 		if (pfds[0].revents & (POLLIN | POLLERR)) {
 			n = plabel_read_once(&st);
 			if (n == 0)

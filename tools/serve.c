@@ -1383,10 +1383,8 @@ static void *serve_reader(void *arg)
 		if (n < 0)
 			n = 0;
 		/* processes that may publish thread contexts */
-		if (srv->tctx) {
+		if (srv->tctx)
 			plabel_tctx_scan(srv->tctx, srv->rbuf, (size_t)n);
-			plabel_tctx_poll(srv->tctx, serve_now_ns());
-		}
 		/* everything stamped before t has been read */
 		if ((size_t)n <= PLABEL_SERVE_SETTLE_ROOM &&
 		    t > PLABEL_SERVE_SETTLE_MARGIN_NS &&

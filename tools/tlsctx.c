@@ -22,9 +22,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "table.h"
@@ -162,6 +164,8 @@ static void tls_elf_read(int fd, struct tls_elf *x)
 	GElf_Ehdr eh;
 	Elf *e;
 
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e)
 		return;
@@ -420,9 +424,15 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 		    !m->ino)
 			continue;
 		seen++;
-		/* the file as the process sees it, if it is the same one */
+		/*
+		 * The file as the process sees it, if it is the same one; a
+		 * regular file only (opening a device may do something).
+		 */
 		snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid,
 			 m->path);
+		if (stat(file, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_ino != m->ino)
+			continue;
 		fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd < 0)
 			continue;
@@ -911,6 +921,7 @@ enum tctx_state {
 struct tctx_proc {
 	uint32_t pid;		/* first: plabel_itab_u32() */
 	int state;		/* enum tctx_state */
+	uint32_t gen;		/* bumped by each exec: results of before go */
 	uint32_t format;
 	unsigned int tries, km_tries;
 	uint64_t next_ns;	/* MARKED: when to look */
@@ -919,9 +930,18 @@ struct tctx_proc {
 	int have_km;
 };
 
+/*
+ * The looking (/proc, ELF files, the ioctl) is done by a thread of its
+ * own, without the lock, so that neither the reading thread, which only
+ * marks processes, nor the collector, which copies key maps, ever waits
+ * for a file.
+ */
 struct plabel_tctx {
 	int fd;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;	/* everything below */
+	pthread_cond_t cond;	/* something marked, or stop */
+	pthread_t thread;
+	int started, stop;
 	struct tctx_proc *procs;
 	size_t n, cap;
 	struct plabel_itab tab;
@@ -929,29 +949,12 @@ struct plabel_tctx {
 	uint32_t registered, failed;
 };
 
-struct plabel_tctx *plabel_tctx_new(int fd)
+static uint64_t tctx_now(void)
 {
-	struct plabel_tctx *t = calloc(1, sizeof(*t));
+	struct timespec ts;
 
-	if (!t)
-		return NULL;
-	t->fd = fd;
-	pthread_mutex_init(&t->lock, NULL);
-	return t;
-}
-
-void plabel_tctx_free(struct plabel_tctx *t)
-{
-	size_t i;
-
-	if (!t)
-		return;
-	for (i = 0; i < t->n; i++)
-		plabel_otel_keymap_release(&t->procs[i].km);
-	free(t->procs);
-	plabel_itab_free(&t->tab);
-	pthread_mutex_destroy(&t->lock);
-	free(t);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* pid's entry, added if new; NULL on ENOMEM. Under the lock. */
@@ -963,6 +966,18 @@ static struct tctx_proc *tctx_get(struct plabel_tctx *t, uint32_t pid)
 	return i == SIZE_MAX ? NULL : &t->procs[i];
 }
 
+/* pid's entry if it has one. Under the lock. */
+static struct tctx_proc *tctx_proc_find(struct plabel_tctx *t, uint32_t pid)
+{
+	size_t pos = SIZE_MAX, i;
+
+	while ((i = plabel_itab_next(&t->tab, plabel_hash2(pid, 0), &pos)) !=
+	       SIZE_MAX)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
 /* Look at p soon: exec (image new) says so, as does a new process. */
 static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 {
@@ -971,8 +986,11 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 		plabel_otel_keymap_release(&p->km);
 		p->have_km = 0;
 		p->km_tries = 0;
+		p->gen++;
 		if (p->state == TCTX_REGISTERED)
 			t->registered--;
+		if (p->state == TCTX_MARKED)
+			t->marked--;
 		p->state = 0;
 	}
 	if (p->state == TCTX_MARKED || p->state == TCTX_REGISTERED ||
@@ -982,6 +1000,207 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 	p->tries = 0;
 	p->next_ns = 0;
 	t->marked++;
+	pthread_cond_signal(&t->cond);
+}
+
+/* What the thread does next, found under the lock. */
+struct tctx_job {
+	uint32_t pid, gen;
+	int keymap;		/* 0: locate and register */
+};
+
+/*
+ * The next job due by now, or 0 with *due the time of the next one
+ * (UINT64_MAX: none).
+ */
+static int tctx_next_job(struct plabel_tctx *t, uint64_t now,
+			 struct tctx_job *j, uint64_t *due)
+{
+	size_t i;
+
+	*due = UINT64_MAX;
+	for (i = 0; i < t->n; i++) {
+		struct tctx_proc *p = &t->procs[i];
+		uint64_t at;
+
+		if (p->state == TCTX_MARKED)
+			at = p->next_ns;
+		else if (p->state == TCTX_REGISTERED &&
+			 p->format == PLABEL_TLSCTX_OTEL_V1)
+			at = p->km_next_ns;
+		else
+			continue;
+		if (at <= now) {
+			j->pid = p->pid;
+			j->gen = p->gen;
+			j->keymap = p->state == TCTX_REGISTERED;
+			return 1;
+		}
+		if (at < *due)
+			*due = at;
+	}
+	return 0;
+}
+
+/* Locate and register (no lock held); the result applied under it. */
+static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
+{
+	struct plabel_tls_loc loc;
+	struct tctx_proc *p;
+	uint64_t now;
+	int ret = plabel_tls_locate((pid_t)j->pid, &loc);
+
+	if (!ret && t->fd >= 0) {
+		struct plabel_tlsctx_args a = {
+			.size = sizeof(a),
+			.flags = loc.flags,
+			.pid = (int32_t)j->pid,
+			.format = loc.format,
+			.offset = loc.offset,
+			.module = loc.module,
+		};
+
+		if (ioctl(t->fd, PLABEL_IOC_TLSCTX_SET, &a))
+			ret = -errno ? -errno : -EIO;
+		if (ret == -EAGAIN || ret == -ENOENT)
+			ret = -EIO;	/* the module's answer is final */
+	}
+	now = tctx_now();
+	pthread_mutex_lock(&t->lock);
+	p = tctx_proc_find(t, j->pid);
+	if (!p || p->gen != j->gen || p->state != TCTX_MARKED) {
+		pthread_mutex_unlock(&t->lock);
+		return;		/* exec'ed meanwhile: looked at again */
+	}
+	if (ret == -EAGAIN && ++p->tries < TCTX_TRIES) {
+		p->next_ns = now + (TCTX_RETRY_NS << (p->tries - 1));
+	} else if (ret) {
+		t->marked--;
+		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
+			   TCTX_FAILED;
+		t->failed += p->state == TCTX_FAILED;
+	} else {
+		t->marked--;
+		p->state = TCTX_REGISTERED;
+		p->format = loc.format;
+		p->km_next_ns = now;
+		t->registered++;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The key map read (again), no lock held. */
+static void tctx_do_keymap(struct plabel_tctx *t, const struct tctx_job *j)
+{
+	struct plabel_otel_keymap km = { 0 };
+	struct tctx_proc *p;
+	uint64_t now;
+	int ret = plabel_otel_keymap_read((pid_t)j->pid, &km);
+
+	now = tctx_now();
+	pthread_mutex_lock(&t->lock);
+	p = tctx_proc_find(t, j->pid);
+	if (!p || p->gen != j->gen || p->state != TCTX_REGISTERED) {
+		pthread_mutex_unlock(&t->lock);
+		plabel_otel_keymap_release(&km);
+		return;
+	}
+	if (!ret) {
+		plabel_otel_keymap_release(&p->km);
+		p->km = km;
+		p->have_km = 1;
+		p->km_next_ns = now + TCTX_KEYMAP_NS;
+	} else {
+		/* not published yet: soon again, then once a second */
+		p->km_tries++;
+		p->km_next_ns = ret == -ESRCH ? UINT64_MAX :
+				now + (p->km_tries < TCTX_TRIES ?
+				       TCTX_RETRY_NS << (p->km_tries / 2) :
+				       TCTX_KEYMAP_NS);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *tctx_thread(void *arg)
+{
+	struct plabel_tctx *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		struct tctx_job j;
+		uint64_t due;
+
+		if (!tctx_next_job(t, tctx_now(), &j, &due)) {
+			if (due == UINT64_MAX) {
+				pthread_cond_wait(&t->cond, &t->lock);
+			} else {
+				struct timespec ts = {
+					.tv_sec = (time_t)(due / 1000000000ULL),
+					.tv_nsec = (long)(due % 1000000000ULL),
+				};
+
+				pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+			}
+			continue;
+		}
+		pthread_mutex_unlock(&t->lock);
+		if (j.keymap)
+			tctx_do_keymap(t, &j);
+		else
+			tctx_do_register(t, &j);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+struct plabel_tctx *plabel_tctx_new(int fd)
+{
+	struct plabel_tctx *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
+	sigset_t all, old;
+
+	if (!t)
+		return NULL;
+	t->fd = fd;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* signals stay with the caller's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	t->started = !pthread_create(&t->thread, NULL, tctx_thread, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!t->started) {
+		plabel_tctx_free(t);
+		return NULL;
+	}
+	pthread_setname_np(t->thread, "plabel-tlsctx");
+	return t;
+}
+
+void plabel_tctx_free(struct plabel_tctx *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	if (t->started) {
+		pthread_mutex_lock(&t->lock);
+		t->stop = 1;
+		pthread_cond_signal(&t->cond);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->thread, NULL);
+	}
+	for (i = 0; i < t->n; i++)
+		plabel_otel_keymap_release(&t->procs[i].km);
+	free(t->procs);
+	plabel_itab_free(&t->tab);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
 }
 
 void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid)
@@ -1003,7 +1222,7 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 	pthread_mutex_lock(&t->lock);
 	while (len - pos >= sizeof(struct plabel_rec_header)) {
 		struct plabel_rec_header h;
-		struct tctx_proc *p = NULL;
+		struct tctx_proc *p;
 		uint32_t pid;
 
 		memcpy(&h, b + pos, sizeof(h));
@@ -1031,93 +1250,11 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 			memcpy(&pid, b + pos +
 			       offsetof(struct plabel_rec_mmap, pid), 4);
 			p = tctx_get(t, pid);
-			/* a library more: it may be the one */
-			if (p && p->state == TCTX_NONE)
-				tctx_mark(t, p, 0);
-			else if (p && !p->state)
+			/* new, or a library more: it may be the one */
+			if (p && (!p->state || p->state == TCTX_NONE))
 				tctx_mark(t, p, 0);
 		}
 		pos += h.size;
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-static void tctx_register(struct plabel_tctx *t, struct tctx_proc *p,
-			  uint64_t now)
-{
-	struct plabel_tls_loc loc;
-	int ret = plabel_tls_locate((pid_t)p->pid, &loc);
-
-	if (ret == -EAGAIN && ++p->tries < TCTX_TRIES) {
-		p->next_ns = now + (TCTX_RETRY_NS << (p->tries - 1));
-		return;
-	}
-	t->marked--;
-	if (ret) {
-		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
-			   TCTX_FAILED;
-		t->failed += p->state == TCTX_FAILED;
-		return;
-	}
-	if (t->fd >= 0) {
-		struct plabel_tlsctx_args a = {
-			.size = sizeof(a),
-			.flags = loc.flags,
-			.pid = (int32_t)p->pid,
-			.format = loc.format,
-			.offset = loc.offset,
-			.module = loc.module,
-		};
-
-		if (ioctl(t->fd, PLABEL_IOC_TLSCTX_SET, &a)) {
-			p->state = TCTX_FAILED;
-			t->failed++;
-			return;
-		}
-	}
-	p->state = TCTX_REGISTERED;
-	p->format = loc.format;
-	p->km_next_ns = now;
-	t->registered++;
-}
-
-/* The key map read again when its publication changed (OTel only). */
-static void tctx_keymap(struct tctx_proc *p, uint64_t now)
-{
-	struct plabel_otel_keymap km = { 0 };
-	int ret;
-
-	if (p->format != PLABEL_TLSCTX_OTEL_V1 || now < p->km_next_ns)
-		return;
-	ret = plabel_otel_keymap_read((pid_t)p->pid, &km);
-	if (!ret) {
-		plabel_otel_keymap_release(&p->km);
-		p->km = km;
-		p->have_km = 1;
-		p->km_next_ns = now + TCTX_KEYMAP_NS;
-		return;
-	}
-	/* not published yet: soon again, then once a second */
-	p->km_tries++;
-	p->km_next_ns = now + (p->km_tries < TCTX_TRIES ?
-			       TCTX_RETRY_NS << (p->km_tries / 2) :
-			       TCTX_KEYMAP_NS);
-	if (ret == -ESRCH)
-		p->km_next_ns = UINT64_MAX;
-}
-
-void plabel_tctx_poll(struct plabel_tctx *t, uint64_t now_ns)
-{
-	size_t i;
-
-	pthread_mutex_lock(&t->lock);
-	for (i = 0; i < t->n; i++) {
-		struct tctx_proc *p = &t->procs[i];
-
-		if (p->state == TCTX_MARKED && now_ns >= p->next_ns)
-			tctx_register(t, p, now_ns);
-		if (p->state == TCTX_REGISTERED)
-			tctx_keymap(p, now_ns);
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -1142,35 +1279,16 @@ static int keymap_copy(struct plabel_otel_keymap *dst,
 int plabel_tctx_keymap(struct plabel_tctx *t, uint32_t pid,
 		       struct plabel_otel_keymap *km)
 {
-	size_t pos = SIZE_MAX, i;
+	struct tctx_proc *p;
 	int ret = -ENOENT;
 
 	plabel_otel_keymap_release(km);
 	pthread_mutex_lock(&t->lock);
-	while ((i = plabel_itab_next(&t->tab, plabel_hash2(pid, 0), &pos)) !=
-	       SIZE_MAX) {
-		if (t->procs[i].pid != pid)
-			continue;
-		if (t->procs[i].have_km)
-			ret = keymap_copy(km, &t->procs[i].km);
-		break;
-	}
+	p = tctx_proc_find(t, pid);
+	if (p && p->have_km)
+		ret = keymap_copy(km, &p->km);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
-}
-
-uint64_t plabel_tctx_next_due(struct plabel_tctx *t)
-{
-	uint64_t due = UINT64_MAX;
-	size_t i;
-
-	pthread_mutex_lock(&t->lock);
-	for (i = 0; t->marked && i < t->n; i++)
-		if (t->procs[i].state == TCTX_MARKED &&
-		    t->procs[i].next_ns < due)
-			due = t->procs[i].next_ns;
-	pthread_mutex_unlock(&t->lock);
-	return due;
 }
 
 void plabel_tctx_counts(struct plabel_tctx *t, uint32_t *registered,

@@ -110,18 +110,24 @@ size_t plabel_tctx_labels(uint32_t format, uint32_t flags, const uint8_t *data,
 
 /*
  * The reader's bookkeeping: the processes of a session to look at, their
- * registration and (OTel) key maps. The reading thread feeds it records
- * (plabel_tctx_scan()) and lets it work (plabel_tctx_poll()); the
- * collecting thread asks for key maps (plabel_tctx_keymap()). Its own
- * lock makes that safe.
+ * registration and (OTel) key maps. The reading thread marks processes
+ * (plabel_tctx_watch(), plabel_tctx_scan()); a thread of its own looks at
+ * them (locates and registers their pointers, tries again later those
+ * whose libraries are not relocated yet, reads the OTel key maps and reads
+ * them again when their publication changed); the collecting thread asks
+ * for key maps (plabel_tctx_keymap()). No caller waits for a file.
  */
 struct plabel_tctx;
 
-/* fd: the session's file, for PLABEL_IOC_TLSCTX_SET. NULL: no memory. */
+/*
+ * fd: the session's file, for PLABEL_IOC_TLSCTX_SET (-1: locate only).
+ * NULL: no memory or no thread.
+ */
 struct plabel_tctx *plabel_tctx_new(int fd);
+/* Stops its thread (after the look it may be taking) and frees it all. */
 void plabel_tctx_free(struct plabel_tctx *t);
 
-/* Process pid is worth a look (a target at the start). */
+/* Process pid is worth a look now (a target, a command just started). */
 void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid);
 
 /*
@@ -133,26 +139,11 @@ void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid);
 void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len);
 
 /*
- * Look at the marked processes (now_ns: CLOCK_MONOTONIC): locate and
- * register their pointers, read the OTel key maps, try again later those
- * whose libraries are not relocated yet or whose key map is not
- * published yet, and read a key map again when its publication time
- * changed. Cheap when nothing is marked or due.
- */
-void plabel_tctx_poll(struct plabel_tctx *t, uint64_t now_ns);
-
-/*
  * A copy of pid's key map as last read (into km, released first): 0, or
  * -ENOENT when none was read.
  */
 int plabel_tctx_keymap(struct plabel_tctx *t, uint32_t pid,
 		       struct plabel_otel_keymap *km);
-
-/*
- * When plabel_tctx_poll() next has a process to look at (CLOCK_MONOTONIC
- * ns), UINT64_MAX when none: a reader that sleeps longer wakes then.
- */
-uint64_t plabel_tctx_next_due(struct plabel_tctx *t);
 
 /* Processes registered with the module, and those that failed. */
 void plabel_tctx_counts(struct plabel_tctx *t, uint32_t *registered,
