@@ -36,6 +36,7 @@
 #include "plabel_uapi.h"
 #include "serve.h"
 #include "session.h"
+#include "spool.h"
 #include "timeline.h"
 
 #define PLABEL_READ_BUF		(4U << 20)
@@ -188,6 +189,13 @@ struct plabel_qbuf {
 #define PLABEL_QBUF_MAX		8
 #define PLABEL_QBUF_LAZY	(PLABEL_QBUF_MAX / 2)
 #define PLABEL_PREFAULT		(512U << 10)	/* of the first buffer */
+/*
+ * A lazy collector's buffers, once PLABEL_QBUF_LAZY wait, go to a file as
+ * read (up to this much), to be collected at the end, as perf leaves its
+ * records in perf.data: writing a buffer costs a copy, collecting it
+ * about a thousand instructions a record, while the program runs.
+ */
+#define PLABEL_RAW_MAX		(1ULL << 30)
 
 /*
  * The main thread only reads /dev/plabel and queues what it read, so the
@@ -227,6 +235,10 @@ struct plabel_rec_state {
 	pthread_mutex_t col_lock;	/* col, while the worker runs */
 	volatile int nomem;
 	struct plabel_tctx *tctx;	/* thread contexts; main thread */
+	/* the collector's: buffers set aside in a file, in read order */
+	int rawfd;		/* -1: none yet */
+	uint64_t raw_bytes;	/* written */
+	int raw_off;		/* full or failed: collect as they come */
 };
 
 /*
@@ -304,13 +316,161 @@ static void plabel_qbuf_put(struct plabel_rec_state *st,
 	pthread_mutex_unlock(&st->qlock);
 }
 
+/* Collect the records of buffer q, in its read()s' order. */
+static void plabel_collect_qbuf(struct plabel_rec_state *st,
+				struct plabel_qbuf *q)
+{
+	unsigned int i;
+	size_t at;
+	int ret;
+
+	pthread_mutex_lock(&st->col_lock);
+	for (i = 0, at = 0, ret = 0; i < q->nseg && !st->nomem; i++) {
+		const struct plabel_qseg *g = &q->seg[i];
+		int r;
+
+		r = plabel_collect_buffer(st->col, q->data + at, g->end - at);
+		if (!r && g->settled)
+			r = plabel_collect_settled(st->col, g->settled);
+		at = g->end;
+		if (r == -ENOMEM)
+			st->nomem = 1;
+		if (r && !ret)
+			ret = r;
+	}
+	pthread_mutex_unlock(&st->col_lock);
+	if (ret == -EBADMSG && !st->corrupt) {
+		st->corrupt = 1;
+		fprintf(stderr, "plabel record: malformed records from %s skipped\n",
+			PLABEL_DEVICE);
+	}
+}
+
+/* Write all of buf at off. 0 or -1. */
+static int plabel_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, off);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf = (const char *)buf + n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* Read all of buf at off. 0 or -1. */
+static int plabel_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	while (len) {
+		ssize_t n = pread(fd, buf, len, off);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf = (char *)buf + n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/*
+ * Buffer q to the file, behind its header (the struct up to its data):
+ * 0, or -1 when it cannot take it (no file, full: it stays as it was).
+ */
+static int plabel_raw_put(struct plabel_rec_state *st, struct plabel_qbuf *q)
+{
+	size_t head = offsetof(struct plabel_qbuf, data);
+
+	if (st->raw_off || st->raw_bytes + head + q->len > PLABEL_RAW_MAX)
+		return -1;
+	if (st->rawfd < 0)
+		st->rawfd = plabel_tmpfile();
+	if (st->rawfd < 0 ||
+	    plabel_pwrite_all(st->rawfd, q, head + q->len,
+			      (off_t)st->raw_bytes))
+		return -1;
+	st->raw_bytes += head + q->len;
+	return 0;
+}
+
+/*
+ * Collect what the file holds, buffer by buffer through q (a buffer of
+ * the worker's own), and write no more to it: from then on buffers are
+ * collected as they come, after these.
+ */
+static void plabel_raw_replay(struct plabel_rec_state *st,
+			      struct plabel_qbuf *q)
+{
+	size_t head = offsetof(struct plabel_qbuf, data);
+	uint64_t off = 0;
+
+	st->raw_off = 1;
+	while (off < st->raw_bytes) {
+		unsigned int i = 1;
+		size_t end = 0;
+
+		/* the segments' ends grow and stay within the bytes */
+		if (!plabel_pread_all(st->rawfd, q, head, (off_t)off) &&
+		    q->len <= PLABEL_READ_BUF && q->nseg <= PLABEL_QSEG_MAX)
+			for (i = 0; i < q->nseg && end <= q->seg[i].end; i++)
+				end = q->seg[i].end;
+		if (i != q->nseg || end > q->len ||
+		    plabel_pread_all(st->rawfd, q->data, q->len,
+				     (off_t)(off + head))) {
+			fprintf(stderr, "plabel record: cannot read back what was set aside: %s\n",
+				strerror(errno ? errno : EIO));
+			break;
+		}
+		off += head + q->len;
+		plabel_collect_qbuf(st, q);
+	}
+	if (st->rawfd >= 0)
+		close(st->rawfd);
+	st->rawfd = -1;
+	st->raw_bytes = 0;
+}
+
+/* A buffer for the collector to read back into: a spare one, or new. */
+static struct plabel_qbuf *plabel_worker_buf(struct plabel_rec_state *st)
+{
+	struct plabel_qbuf *q;
+
+	pthread_mutex_lock(&st->qlock);
+	q = st->spare;
+	if (q)
+		st->spare = q->next;
+	pthread_mutex_unlock(&st->qlock);
+	return q ? q : plabel_qbuf_new();
+}
+
+/* Collect what was set aside, before anything read after it. */
+static void plabel_raw_drain(struct plabel_rec_state *st)
+{
+	struct plabel_qbuf *own = plabel_worker_buf(st);
+
+	if (!own) {
+		st->nomem = 1;
+		fprintf(stderr, "plabel record: out of memory for the records set aside\n");
+		return;
+	}
+	plabel_raw_replay(st, own);
+	plabel_qbuf_put(st, own);
+}
+
 static void *plabel_worker(void *arg)
 {
 	struct plabel_rec_state *st = arg;
 	struct plabel_qbuf *q;
-	unsigned int i;
-	size_t at;
-	int ret;
+	int done;
 
 	for (;;) {
 		pthread_mutex_lock(&st->qlock);
@@ -328,32 +488,34 @@ static void *plabel_worker(void *arg)
 		}
 		/* a lazy collector drains the queue, then waits again */
 		st->draining = st->head != NULL;
+		done = st->done;
 		pthread_mutex_unlock(&st->qlock);
 		if (!q)
 			break;	/* done and drained */
-		pthread_mutex_lock(&st->col_lock);
-		for (i = 0, at = 0, ret = 0; i < q->nseg && !st->nomem; i++) {
-			const struct plabel_qseg *g = &q->seg[i];
-			int r;
-
-			r = plabel_collect_buffer(st->col, q->data + at,
-						  g->end - at);
-			if (!r && g->settled)
-				r = plabel_collect_settled(st->col, g->settled);
-			at = g->end;
-			if (r == -ENOMEM)
-				st->nomem = 1;
-			if (r && !ret)
-				ret = r;
+		/* while the program runs: set aside, collect at the end */
+		if (st->lazy && !done && !plabel_raw_put(st, q)) {
+			plabel_qbuf_put(st, q);
+			continue;
 		}
-		pthread_mutex_unlock(&st->col_lock);
+		/*
+		 * What was set aside comes first: q joins it if it can, and
+		 * its memory reads them all back (no buffer more needed).
+		 */
+		if (st->raw_bytes && !plabel_raw_put(st, q)) {
+			plabel_raw_replay(st, q);
+			plabel_qbuf_put(st, q);
+			continue;
+		}
+		if (st->raw_bytes)
+			plabel_raw_drain(st);
+		st->raw_off = 1;
+		plabel_collect_qbuf(st, q);
 		plabel_qbuf_put(st, q);
-		if (ret == -EBADMSG && !st->corrupt) {
-			st->corrupt = 1;
-			fprintf(stderr, "plabel record: malformed records from %s skipped\n",
-				PLABEL_DEVICE);
-		}
 	}
+	if (st->raw_bytes)
+		plabel_raw_drain(st);
+	if (st->rawfd >= 0)
+		close(st->rawfd);
 	return NULL;
 }
 
@@ -751,23 +913,14 @@ static int plabel_pidfd_open(pid_t pid)
 static void plabel_check_tmpdir(void)
 {
 	const char *dir = getenv("TMPDIR");
-	char path[PATH_MAX];
-	int fd, err;
+	int fd = plabel_tmpfile(), err = errno;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0 && snprintf(path, sizeof(path), "%s/plabel-spool-XXXXXX",
-			       dir) < (int)sizeof(path)) {
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(path);
-	}
 	if (fd >= 0) {
 		close(fd);
 		return;
 	}
-	err = errno;
+	if (!dir || !*dir)
+		dir = "/tmp";
 	fprintf(stderr, "plabel record: -g dwarf: cannot create a file in %s (%s): falling back to unwinding stack snapshots as they arrive (more CPU while recording, maybe lost records); set TMPDIR to a writable directory\n",
 		dir, strerror(err));
 }
@@ -957,7 +1110,7 @@ static int plabel_record_run(int argc, char **argv,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct plabel_session_opts so = { 0 };
-	struct plabel_rec_state st = { .fd = -1 };
+	struct plabel_rec_state st = { .fd = -1, .rawfd = -1 };
 	struct sigaction act, old_int, old_term, old_chld;
 	struct pollfd pfds[1 + PLABEL_MAX_PIDS];
 	static int32_t pids[PLABEL_MAX_PIDS];

@@ -27,20 +27,12 @@ void plabel_spool_release(struct plabel_spool *sp)
 	plabel_spool_init(sp);
 }
 
-/*
- * An unlinked file in $TMPDIR (else /tmp): nothing is left behind however
- * plabel ends. 0, or -1 with the spool marked broken.
- */
-static int spool_open(struct plabel_spool *sp)
+int plabel_tmpfile(void)
 {
 	const char *dir = getenv("TMPDIR");
 	char path[4096];
 	int fd;
 
-	if (sp->fd >= 0)
-		return 0;
-	if (sp->broken)
-		return -1;
 	if (!dir || !*dir)
 		dir = "/tmp";
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -52,6 +44,19 @@ static int spool_open(struct plabel_spool *sp)
 		if (fd >= 0)
 			unlink(path);
 	}
+	return fd;
+}
+
+/* The spool's file. 0, or -1 with the spool marked broken. */
+static int spool_open(struct plabel_spool *sp)
+{
+	int fd;
+
+	if (sp->fd >= 0)
+		return 0;
+	if (sp->broken)
+		return -1;
+	fd = plabel_tmpfile();
 	if (fd < 0) {
 		sp->broken = 1;
 		return -1;

@@ -29,6 +29,12 @@
 
 #include "plabel_uapi.h"
 
+/*
+ * An unlinked file in $TMPDIR (else /tmp), read and written: nothing is
+ * left behind however plabel ends. A descriptor, or -1 with errno.
+ */
+int plabel_tmpfile(void);
+
 /* A snapshot read back: valid until the next plabel_spool_next(). */
 struct plabel_snapshot {
 	uint64_t regs[PLABEL_REGS_NR];
