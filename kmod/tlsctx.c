@@ -411,8 +411,8 @@ void plabel_tlsctx_emit(struct plabel_tlsctx __rcu **tab, struct plabel_wr *w,
 		plabel_tlsctx_otel(w, p, &h);
 	else
 		plabel_tlsctx_custom(w, p, &h);
-	if (!h.len) {
-		/* nothing valid: the record goes without */
+	if (!h.len && !(h.flags & PLABEL_TLSCTX_PARTIAL)) {
+		/* no context: the record goes without */
 		w->len = start;
 		return;
 	}

@@ -238,15 +238,18 @@ out:
 	elf_end(e);
 }
 
-/* The answer for the file open at fd (kept, looked at once). */
-static int tls_elf_get(int fd, struct tls_elf *out)
+/*
+ * The answer for the regular file at path, st its stat() (kept: a file
+ * is opened and read once).
+ */
+static int tls_elf_get(const char *path, const struct stat *want,
+		       struct tls_elf *out)
 {
 	struct tls_elf x;
-	struct stat st;
+	struct stat st = *want;
 	size_t i;
+	int fd;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOENT;
 	pthread_mutex_lock(&tls_elf_lock);
 	for (i = 0; i < tls_nelfs; i++) {
 		struct tls_elf *k = &tls_elfs[i];
@@ -262,12 +265,22 @@ static int tls_elf_get(int fd, struct tls_elf *out)
 	}
 	pthread_mutex_unlock(&tls_elf_lock);
 
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -ENOENT;
+	/* the same file still: else it is for another time */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
+		close(fd);
+		return -ENOENT;
+	}
 	memset(&x, 0, sizeof(x));
 	x.dev = st.st_dev;
 	x.ino = st.st_ino;
 	x.size = st.st_size;
 	x.mtime = st.st_mtim;
 	tls_elf_read(fd, &x);
+	close(fd);
 	*out = x;
 	pthread_mutex_lock(&tls_elf_lock);
 	if (!plabel_grow(&tls_elfs, &tls_elfs_cap, tls_nelfs, sizeof(x)))
@@ -418,7 +431,7 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 		struct tls_elf x;
 		char file[4200];
 		struct stat st;
-		int fd, is_exe;
+		int is_exe;
 
 		if (tls_parse_map(line, m) || m->offset || m->path[0] != '/' ||
 		    !m->ino)
@@ -431,17 +444,8 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 		snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid,
 			 m->path);
 		if (stat(file, &st) || !S_ISREG(st.st_mode) ||
-		    st.st_ino != m->ino)
+		    st.st_ino != m->ino || tls_elf_get(file, &st, &x))
 			continue;
-		fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) || st.st_ino != m->ino ||
-		    tls_elf_get(fd, &x)) {
-			close(fd);
-			continue;
-		}
-		close(fd);
 		if (x.kind == TLS_NONE)
 			continue;
 		is_exe = have_exe && exe.st_dev == st.st_dev &&
@@ -917,6 +921,8 @@ enum tctx_state {
 #define TCTX_TRIES		12
 #define TCTX_RETRY_NS		20000000ULL	/* doubling from 20 ms */
 #define TCTX_KEYMAP_NS		1000000000ULL	/* key map rechecked */
+#define TCTX_MAPS_SEEN		64	/* mappings kept per process */
+#define TCTX_AGAIN_NS		1000000000ULL	/* a process looked at again */
 
 struct tctx_proc {
 	uint32_t pid;		/* first: plabel_itab_u32() */
@@ -925,9 +931,13 @@ struct tctx_proc {
 	uint32_t format;
 	unsigned int tries, km_tries;
 	uint64_t next_ns;	/* MARKED: when to look */
+	uint64_t looked_ns;	/* when last found to publish nothing */
 	uint64_t km_next_ns;	/* OTel: when to read the key map */
 	struct plabel_otel_keymap km;
 	int have_km;
+	/* mappings the kernel reported (hashes), the last TCTX_MAPS_SEEN */
+	uint64_t seen[TCTX_MAPS_SEEN];
+	unsigned int nseen;
 };
 
 /*
@@ -986,6 +996,7 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 		plabel_otel_keymap_release(&p->km);
 		p->have_km = 0;
 		p->km_tries = 0;
+		p->nseen = 0;
 		p->gen++;
 		if (p->state == TCTX_REGISTERED)
 			t->registered--;
@@ -996,9 +1007,10 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 	if (p->state == TCTX_MARKED || p->state == TCTX_REGISTERED ||
 	    p->state == TCTX_FAILED)
 		return;
+	/* one that published nothing: again, but not at once */
+	p->next_ns = p->state == TCTX_NONE ? p->looked_ns + TCTX_AGAIN_NS : 0;
 	p->state = TCTX_MARKED;
 	p->tries = 0;
-	p->next_ns = 0;
 	t->marked++;
 	pthread_cond_signal(&t->cond);
 }
@@ -1079,6 +1091,7 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
 			   TCTX_FAILED;
 		t->failed += p->state == TCTX_FAILED;
+		p->looked_ns = now;
 	} else {
 		t->marked--;
 		p->state = TCTX_REGISTERED;
@@ -1214,6 +1227,28 @@ void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/*
+ * Whether the MMAP record at r (size bytes) names a mapping p's process
+ * was not seen with: the kernel reports a process's mappings again after
+ * a while, and a process looked at once need not be again for those.
+ */
+static int tctx_new_map(struct tctx_proc *p, const uint8_t *r, size_t size)
+{
+	struct plabel_rec_mmap m;
+	uint64_t h;
+	size_t i;
+
+	memcpy(&m, r, sizeof(m));
+	h = plabel_hash2(m.start, m.end ^ m.offset);
+	for (i = 0; i < m.path_len && i < size - sizeof(m); i++)
+		h = (h ^ r[sizeof(m) + i]) * PLABEL_FNV_PRIME;
+	for (i = 0; i < p->nseen && i < TCTX_MAPS_SEEN; i++)
+		if (p->seen[i] == h)
+			return 0;
+	p->seen[p->nseen++ % TCTX_MAPS_SEEN] = h;
+	return 1;
+}
+
 void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 {
 	const uint8_t *b = buf;
@@ -1251,7 +1286,8 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 			       offsetof(struct plabel_rec_mmap, pid), 4);
 			p = tctx_get(t, pid);
 			/* new, or a library more: it may be the one */
-			if (p && (!p->state || p->state == TCTX_NONE))
+			if (p && (!p->state || p->state == TCTX_NONE) &&
+			    tctx_new_map(p, b + pos, h.size))
 				tctx_mark(t, p, 0);
 		}
 		pos += h.size;

@@ -707,7 +707,9 @@ struct plabel_tlsctx_args {
  *     packed; entries with no key are left out, and so are those that do
  *     not fit or cannot be read whole (PLABEL_TLSCTX_PARTIAL).
  * A thread with no context (a NULL pointer, an OTEP record not valid, a
- * pointer that cannot be read) gets no PLABEL_SAMPLE_TLSCTX.
+ * pointer that cannot be read, a custom-labels set with no label) gets no
+ * PLABEL_SAMPLE_TLSCTX; a set none of whose labels could be copied gets
+ * an empty one (len 0, PLABEL_TLSCTX_PARTIAL), for the reader to count.
  */
 #define PLABEL_TLSCTX_PARTIAL	(1U << 0)	/* rec_tlsctx.flags */
 
