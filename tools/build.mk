@@ -106,3 +106,4 @@ $(E2E_NOMAP): tests/e2e/shim/nomap.c tools/build.mk
 ALL_TARGETS	+= $(E2E_NOMAP)
 
 -include fuzz/*.mk
+include tests/e2e/tlsctx/build.mk
