@@ -35,9 +35,9 @@
 
 #include "session.h"
 
-#define PLABEL_TLSCTX_BITS	11
+#define PLABEL_TLSCTX_BITS	12
 #define PLABEL_TLSCTX_SLOTS	(1U << PLABEL_TLSCTX_BITS)
-#define PLABEL_TLSCTX_PROBE	16
+#define PLABEL_TLSCTX_PROBE	32
 /* The OTEP 4947 record's fixed head: ids, valid, flags, attrs-data-size */
 #define PLABEL_OTEL_HEAD	28
 
@@ -51,7 +51,12 @@ struct plabel_tlsctx {
 	u64 module;
 };
 
-static_assert(PLABEL_TLSCTX_SLOTS >= 2 * PLABEL_TLSCTX_PROCS);
+/*
+ * A quarter full at most, and a process's place among 32 slots: -ENOSPC
+ * before PLABEL_TLSCTX_PROCS processes is then unlikely even for pids
+ * that crowd one place (a lookup reads the 32 pointers: 256 bytes).
+ */
+static_assert(PLABEL_TLSCTX_SLOTS >= 4 * PLABEL_TLSCTX_PROCS);
 
 static u32 plabel_tlsctx_hash(pid_t tgid)
 {

@@ -664,8 +664,8 @@ enum plabel_thread_state {
  * format PLABEL_TLSCTX_NONE forgets the process. The registration lasts
  * while the process runs the image it had at the call: an exec ends it.
  * A session keeps up to PLABEL_TLSCTX_PROCS processes (those that exited
- * or exec'ed make room), and a few neighbours in its table per process: a
- * process that finds neither room gets -ENOSPC. Unknown flags or format,
+ * or exec'ed make room); more gets -ENOSPC (and, rarely, a process whose
+ * place in the session's table is crowded by 32 others). Unknown flags or format,
  * pid <= 0, a module or offset out of range: -EINVAL.
  */
 #define PLABEL_SAMPLE_TLSCTX	(1U << 5)	/* a thread context follows */
@@ -701,7 +701,8 @@ struct plabel_tlsctx_args {
  *   - PLABEL_TLSCTX_OTEL_V1: the thread's OTEP 4947 record as it was, its
  *     28-byte head (valid was 1) and as much of attrs-data as was
  *     readable, at most PLABEL_TLSCTX_BYTES - 28 bytes;
- *   - PLABEL_TLSCTX_CUSTOM_LABELS_V1: the labels of the thread's set, up
+ *   - PLABEL_TLSCTX_CUSTOM_LABELS_V1 (a set with NULL storage or count 0
+ *     has no labels, so no context): the labels of the thread's set, up
  *     to PLABEL_TLSCTX_LABELS of them in their order, each as
  *     __u16 key_len, __u16 value_len and the key's and the value's bytes,
  *     packed; entries with no key are left out, and so are those that do
