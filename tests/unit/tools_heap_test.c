@@ -6,7 +6,8 @@
  * block never sampled and an address sampled twice without a FREE in
  * between, Go's four sample types in Go's order and Go's scaling, the
  * comments that say what in-use figures rest on (and when they cannot be
- * trusted), and the decoder refusing malformed ALLOC records.
+ * trusted), the labels of thread contexts the records carry, and the
+ * decoder refusing malformed ALLOC records.
  */
 #include <errno.h>
 #include <math.h>
@@ -164,6 +165,80 @@ TEST(heap_profile)
 	EXPECT_FALSE(has_comment(p, "cannot be trusted"));
 	EXPECT_TRUE(has_comment(p, "sampled allocations: 8, frees: 4"));
 	EXPECT_TRUE(has_comment(p, "address was sampled again: 1"));
+	plabel_prof_free(p);
+}
+
+/*
+ * Allocations by threads of a program that publishes its threads' contexts
+ * (custom-labels, OpenTelemetry): the heap profile's samples carry those
+ * labels, the span's ids in hex, beside the thread's own set's, which
+ * wins a shared key.
+ */
+TEST(alloc_contexts)
+{
+	static const uint8_t cl_a[] = "\x08\0\x05\0endpoint/cart",
+			     cl_b[] = "\x08\0\x04\0endpoint/pay";
+	static struct sbuf b;
+	struct plabel_collect_stats st;
+	struct plabel_prof_sample_info si;
+	uint64_t ip = (uintptr_t)plabel_heap_test_site + 1;
+	uint8_t otel[28] = { 0 };
+	int64_t cart = 0, pay = 0, alpha = 0, traced = 0;
+	struct plabel_prof *p;
+	size_t at, i;
+
+	for (i = 0; i < 16; i++)
+		otel[i] = (uint8_t)(0x10 + i);
+	for (i = 0; i < 8; i++)
+		otel[16 + i] = (uint8_t)(0xa0 + i);
+	otel[24] = 1;
+	b.len = 0;
+	sb_stream(&b, 1000000);
+	sb_labelset(&b, 7, kv_alpha, 1);
+	for (i = 0; i < 3; i++) {
+		at = b.len;
+		sb_alloc(&b, 0, 60, 1000 + i, 0xc000 + 0x100 * i, 1000, 4096,
+			 ip);
+		sb_ctx(&b, at, PLABEL_TLSCTX_CUSTOM_LABELS_V1,
+		       i < 2 ? cl_a : cl_b, i < 2 ? 17 : 16);
+	}
+	/* the thread's own set has endpoint=alpha: it wins over /cart */
+	at = b.len;
+	sb_alloc(&b, 7, 60, 1100, 0xd000, 1000, 4096, ip);
+	sb_ctx(&b, at, PLABEL_TLSCTX_CUSTOM_LABELS_V1, cl_a, 17);
+	at = b.len;
+	sb_alloc(&b, 0, 60, 1200, 0xe000, 1000, 4096, ip);
+	sb_ctx(&b, at, PLABEL_TLSCTX_OTEL_V1, otel, sizeof(otel));
+
+	p = heap_of(_metadata, &b, &st);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(5, st.allocs);
+	EXPECT_EQ(5, st.contexts);
+	for (i = 0; i < plabel_prof_num_samples(p); i++) {
+		const char *e, *t;
+
+		plabel_prof_get_sample(p, i, &si);
+		e = label_of(&si, "endpoint");
+		t = label_of(&si, "trace_id");
+		if (e && !strcmp(e, "/cart"))
+			cart += si.values[0];
+		else if (e && !strcmp(e, "/pay"))
+			pay += si.values[0];
+		else if (e && !strcmp(e, "alpha"))
+			alpha += si.values[0];
+		if (t) {
+			EXPECT_STREQ("101112131415161718191a1b1c1d1e1f", t);
+			EXPECT_STREQ("a0a1a2a3a4a5a6a7",
+				     label_of(&si, "span_id"));
+			traced += si.values[0];
+		}
+	}
+	/* alloc_objects: the sampled allocations, scaled as Go scales */
+	EXPECT_EQ(llround(2 * go_scale(1000, 4096)), cart);
+	EXPECT_EQ(llround(go_scale(1000, 4096)), pay);
+	EXPECT_EQ(pay, alpha);
+	EXPECT_EQ(pay, traced);
+	EXPECT_TRUE(has_comment(p, "records with a thread context"));
 	plabel_prof_free(p);
 }
 

@@ -170,6 +170,25 @@ static inline void sb_alloc(struct sbuf *b, uint64_t set, uint32_t pid,
 	memcpy(a + 1, &ip, 8);
 }
 
+/*
+ * A thread context (format, its len bytes) after the record that starts
+ * at offset at, the last in b (one whose bytes end 8-aligned).
+ */
+static inline void sb_ctx(struct sbuf *b, size_t at, uint16_t format,
+			  const void *bytes, uint32_t len)
+{
+	struct plabel_rec_sample *s = (void *)(b->data + at);
+	struct plabel_rec_tlsctx *t = sb_rec(b, 0, sizeof(*t) + len);
+
+	/* (sb_rec's header is the context's: it becomes the record's) */
+	t->format = format;
+	t->flags = 0;
+	t->len = len;
+	memcpy(t + 1, bytes, len);
+	s->hdr.size = (uint32_t)(b->len - at);
+	s->flags |= PLABEL_SAMPLE_TLSCTX;
+}
+
 static inline void sb_free(struct sbuf *b, uint32_t pid, uint64_t t,
 			   uint64_t addr)
 {
