@@ -249,14 +249,16 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 {
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
-	/* read once: the ioctl may publish it meanwhile */
-	struct plabel_tlsctx __rcu **tlsctx = uregs ? READ_ONCE(s->tlsctx) :
-					      NULL;
+	const struct plabel_tlsctx *tlsctx = NULL;
 	struct plabel_wr w;
+	u32 ctx_room = 0;
 
+	/* room for a thread context only where the process has one */
+	if (uregs)
+		tlsctx = plabel_tlsctx_lookup(s, &ctx_room);
 	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kernel, snap,
 						     snap_size) + extra_len +
-			     plabel_tlsctx_room(tlsctx)))
+			     ctx_room))
 		return false;
 	/* the fixed part last, once its counts are known */
 	plabel_wr_skip(&w, sizeof(*rec));

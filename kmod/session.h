@@ -295,8 +295,9 @@ struct plabel_tlsctx;
 int plabel_tlsctx_set(struct plabel_session *s,
 		      const struct plabel_tlsctx_args *a);
 void plabel_tlsctx_free(struct plabel_session *s);
-u32 plabel_tlsctx_room(struct plabel_tlsctx __rcu **tab);
-void plabel_tlsctx_emit(struct plabel_tlsctx __rcu **tab, struct plabel_wr *w,
+const struct plabel_tlsctx *plabel_tlsctx_lookup(struct plabel_session *s,
+						 u32 *room);
+void plabel_tlsctx_emit(const struct plabel_tlsctx *e, struct plabel_wr *w,
 			u32 *flags);
 
 #endif /* PLABEL_SESSION_H */

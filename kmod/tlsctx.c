@@ -40,9 +40,14 @@
 #define PLABEL_TLSCTX_PROBE	32
 /* The OTEP 4947 record's fixed head: ids, valid, flags, attrs-data-size */
 #define PLABEL_OTEL_HEAD	28
+#define PLABEL_OTEL_VALID	24	/* offset of valid */
+#define PLABEL_OTEL_SIZE	26	/* offset of attrs-data-size */
+/* What a record may carry: the context's header and bytes */
+#define PLABEL_TLSCTX_ROOM	(sizeof(struct plabel_rec_tlsctx) + \
+				 PLABEL_TLSCTX_BYTES)
 
 struct plabel_tlsctx {
-	struct plabel_tlsctx *dead;	/* taken out, to free after a grace period */
+	struct plabel_tlsctx *dead;	/* taken out, freed after a grace period */
 	struct mm_struct *mm;	/* mmgrab()ed; compared, never followed */
 	pid_t tgid;
 	u32 format;
@@ -63,15 +68,17 @@ static u32 plabel_tlsctx_hash(pid_t tgid)
 	return hash_32((u32)tgid, PLABEL_TLSCTX_BITS);
 }
 
-static struct plabel_tlsctx *plabel_tlsctx_find(struct plabel_tlsctx __rcu **tab,
-						pid_t tgid)
+static struct plabel_tlsctx *
+plabel_tlsctx_find(struct plabel_tlsctx __rcu **tab, pid_t tgid)
 {
 	u32 h = plabel_tlsctx_hash(tgid), i;
 
 	for (i = 0; i < PLABEL_TLSCTX_PROBE; i++) {
 		struct plabel_tlsctx *e;
 
-		e = rcu_dereference_sched(tab[(h + i) & (PLABEL_TLSCTX_SLOTS - 1)]);
+		u32 k = (h + i) & (PLABEL_TLSCTX_SLOTS - 1);
+
+		e = rcu_dereference_sched(tab[k]);
 		if (e && e->tgid == tgid)
 			return e;
 	}
@@ -110,8 +117,11 @@ static bool plabel_tlsctx_stale(const struct plabel_tlsctx *e)
 
 static int plabel_tlsctx_check(const struct plabel_tlsctx_args *a)
 {
-	if (a->flags & ~PLABEL_TLSCTX_DTV || a->pid <= 0 ||
-	    a->format > PLABEL_TLSCTX_CUSTOM_LABELS_V1)
+	if (a->flags & ~(PLABEL_TLSCTX_DTV | PLABEL_TLSCTX_HEAD) ||
+	    a->pid <= 0 || a->format > PLABEL_TLSCTX_CUSTOM_LABELS_V1)
+		return -EINVAL;
+	if ((a->flags & PLABEL_TLSCTX_HEAD) &&
+	    a->format != PLABEL_TLSCTX_OTEL_V1)
 		return -EINVAL;
 	if (a->format == PLABEL_TLSCTX_NONE)
 		return a->flags || a->offset || a->module ? -EINVAL : 0;
@@ -124,26 +134,32 @@ static int plabel_tlsctx_check(const struct plabel_tlsctx_args *a)
 	       a->offset < PLABEL_TLSCTX_OFFSET_MAX ? 0 : -EINVAL;
 }
 
-/* The mm of process tgid (mmgrab()ed), or NULL. */
-static struct mm_struct *plabel_tlsctx_mm(pid_t pid)
+/*
+ * The mm (mmgrab()ed) and global tgid of process pid of the caller's pid
+ * namespace, or NULL: from any of its threads that has one (the leader
+ * may have exited).
+ */
+static struct mm_struct *plabel_tlsctx_mm(pid_t pid, pid_t *tgid)
 {
-	struct task_struct *leader;
+	struct task_struct *leader, *t;
 	struct mm_struct *mm = NULL;
 
 	rcu_read_lock();
 	leader = pid_task(find_vpid(pid), PIDTYPE_TGID);
-	if (leader)
-		get_task_struct(leader);
-	rcu_read_unlock();
-	if (!leader)
-		return NULL;
-	task_lock(leader);
-	if (leader->mm && !(leader->flags & PF_KTHREAD)) {
-		mm = leader->mm;
-		mmgrab(mm);
+	if (!leader || (leader->flags & PF_KTHREAD))
+		goto out;
+	*tgid = task_tgid_nr(leader);
+	for_each_thread(leader, t) {
+		task_lock(t);
+		mm = t->mm;
+		if (mm)
+			mmgrab(mm);
+		task_unlock(t);
+		if (mm)
+			break;
 	}
-	task_unlock(leader);
-	put_task_struct(leader);
+out:
+	rcu_read_unlock();
 	return mm;
 }
 
@@ -180,12 +196,13 @@ int plabel_tlsctx_set(struct plabel_session *s,
 	struct plabel_tlsctx *e = NULL, *old = NULL, *dead = NULL;
 	struct mm_struct *mm;
 	int i, at = -1, ret = 0;
+	pid_t tgid = 0;
 	u32 h;
 
 	ret = plabel_tlsctx_check(a);
 	if (ret)
 		return ret;
-	mm = plabel_tlsctx_mm(a->pid);
+	mm = plabel_tlsctx_mm(a->pid, &tgid);
 	if (!mm)
 		return -ESRCH;
 	if (a->format != PLABEL_TLSCTX_NONE) {
@@ -196,7 +213,7 @@ int plabel_tlsctx_set(struct plabel_session *s,
 		}
 		*e = (struct plabel_tlsctx) {
 			.mm = mm,
-			.tgid = a->pid,
+			.tgid = tgid,
 			.format = a->format,
 			.flags = a->flags,
 			.offset = a->offset,
@@ -219,7 +236,7 @@ int plabel_tlsctx_set(struct plabel_session *s,
 		/* the record writers test the pointer: its slots first */
 		smp_store_release(&s->tlsctx, tab);
 	}
-	h = plabel_tlsctx_hash(a->pid);
+	h = plabel_tlsctx_hash(tgid);
 	/* the process's own slot if it has one, else the first free one */
 	for (i = 0; i < PLABEL_TLSCTX_PROBE; i++) {
 		u32 k = (h + i) & (PLABEL_TLSCTX_SLOTS - 1);
@@ -227,7 +244,7 @@ int plabel_tlsctx_set(struct plabel_session *s,
 
 		x = rcu_dereference_protected(tab[k],
 					      lockdep_is_held(&s->tlsctx_lock));
-		if (x && x->tgid == a->pid) {
+		if (x && x->tgid == tgid) {
 			at = k;
 			break;
 		}
@@ -240,7 +257,7 @@ int plabel_tlsctx_set(struct plabel_session *s,
 					lockdep_is_held(&s->tlsctx_lock));
 	if (!e) {
 		/* forgetting: only the process's own entry */
-		if (!old || old->tgid != a->pid) {
+		if (!old || old->tgid != tgid) {
 			old = NULL;
 			goto out_unlock;
 		}
@@ -304,21 +321,27 @@ static unsigned long plabel_tlsctx_var(const struct plabel_tlsctx *e)
 
 /* The OTEP 4947 record at p: its head when valid, then attrs-data. */
 static void plabel_tlsctx_otel(struct plabel_wr *w, unsigned long p,
-			       struct plabel_rec_tlsctx *h)
+			       u32 flags, struct plabel_rec_tlsctx *h)
 {
 	u8 head[PLABEL_OTEL_HEAD];
 	u16 size;
+	u32 n;
 
 	if (copy_from_user_nofault(head, (const void __user *)p, sizeof(head)))
 		return;
 	/* valid: 1, anything else means not (now) */
-	if (head[24] != 1)
+	if (head[PLABEL_OTEL_VALID] != 1)
 		return;
-	memcpy(&size, head + 26, sizeof(size));
+	memcpy(&size, head + PLABEL_OTEL_SIZE, sizeof(size));
 	plabel_wr_put(w, head, sizeof(head));
 	h->len = sizeof(head);
-	size = min_t(u32, size, PLABEL_TLSCTX_BYTES - sizeof(head));
-	h->len += plabel_wr_put_user(w, p + sizeof(head), size);
+	if (flags & PLABEL_TLSCTX_HEAD)
+		return;
+	n = min_t(u32, size, PLABEL_TLSCTX_BYTES - sizeof(head));
+	n = plabel_wr_put_user(w, p + sizeof(head), n);
+	h->len += n;
+	if (n < size)
+		h->flags |= PLABEL_TLSCTX_PARTIAL;
 }
 
 /* custom-labels v1: the set at p, each label as key_len, value_len, bytes */
@@ -341,11 +364,11 @@ static void plabel_tlsctx_custom(struct plabel_wr *w, unsigned long p,
 		h->flags |= PLABEL_TLSCTX_PARTIAL;
 	}
 	for (i = 0; i < set.count; i++) {
+		unsigned long at = set.storage + i * sizeof(l);
 		u32 mark = w->len;
 		u16 lens[2];
 
-		if (copy_from_user_nofault(&l, (const void __user *)
-					   (unsigned long)(set.storage + i * sizeof(l)),
+		if (copy_from_user_nofault(&l, (const void __user *)at,
 					   sizeof(l))) {
 			h->flags |= PLABEL_TLSCTX_PARTIAL;
 			break;
@@ -375,35 +398,44 @@ static void plabel_tlsctx_custom(struct plabel_wr *w, unsigned long p,
 }
 
 /*
- * The bytes plabel_tlsctx_emit() may add to a record of s (0 when s
- * registered no process): the caller reserves them, reads tab once and
- * passes it on.
+ * current's entry in s's table, or NULL, and the bytes its context may
+ * add to a record (*room: 0 without one), for the caller to reserve;
+ * interrupts off, current a user task. A record whose bytes end
+ * 8-aligned (the chain, the registers) needs no padding before the
+ * context; one with a stack copy has reserved up to 7 bytes more for it
+ * than it uses.
  */
-u32 plabel_tlsctx_room(struct plabel_tlsctx __rcu **tab)
+const struct plabel_tlsctx *plabel_tlsctx_lookup(struct plabel_session *s,
+						 u32 *room)
 {
-	return tab ? 7 + sizeof(struct plabel_rec_tlsctx) +
-		     PLABEL_TLSCTX_BYTES : 0;
+	struct plabel_tlsctx __rcu **tab = READ_ONCE(s->tlsctx);
+	const struct plabel_tlsctx *e;
+
+	*room = 0;
+	if (!tab || !current->mm)
+		return NULL;
+	e = plabel_tlsctx_find(tab, current->tgid);
+	if (!e || e->mm != current->mm)
+		return NULL;
+	*room = ALIGN(PLABEL_TLSCTX_ROOM, 8) + 8;
+	return e;
 }
 
 /*
- * Append current's thread context to the record being written, when its
- * process is registered in tab and it has one; sets PLABEL_SAMPLE_TLSCTX
- * in *flags then. Interrupts off, current a user task.
+ * Append current's thread context to the record being written, when e
+ * (plabel_tlsctx_lookup()'s) says where and it has one; sets
+ * PLABEL_SAMPLE_TLSCTX in *flags then.
  */
-void plabel_tlsctx_emit(struct plabel_tlsctx __rcu **tab, struct plabel_wr *w,
+void plabel_tlsctx_emit(const struct plabel_tlsctx *e, struct plabel_wr *w,
 			u32 *flags)
 {
 	static const u8 zeros[8];
 	struct plabel_rec_tlsctx h = { 0 };
-	const struct plabel_tlsctx *e;
 	unsigned long var;
 	u32 start = w->len, at;
 	u64 p;
 
-	if (!tab || !current->mm)
-		return;
-	e = plabel_tlsctx_find(tab, current->tgid);
-	if (!e || e->mm != current->mm)
+	if (!e)
 		return;
 	var = plabel_tlsctx_var(e);
 	if (!var || !plabel_tlsctx_u64(&p, var) || !p)
@@ -413,7 +445,7 @@ void plabel_tlsctx_emit(struct plabel_tlsctx __rcu **tab, struct plabel_wr *w,
 	h.format = e->format;
 	plabel_wr_skip(w, sizeof(h));
 	if (e->format == PLABEL_TLSCTX_OTEL_V1)
-		plabel_tlsctx_otel(w, p, &h);
+		plabel_tlsctx_otel(w, p, e->flags, &h);
 	else
 		plabel_tlsctx_custom(w, p, &h);
 	if (!h.len && !(h.flags & PLABEL_TLSCTX_PARTIAL)) {

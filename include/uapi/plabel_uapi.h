@@ -661,7 +661,12 @@ enum plabel_thread_state {
  *     pointer at FS base + 8 to 16-byte entries, the entry before the
  *     first holding their count); a thread that has not yet allocated the
  *     block has no context.
- * format PLABEL_TLSCTX_NONE forgets the process. The registration lasts
+ * With PLABEL_TLSCTX_HEAD (OTel only) records carry the record's head
+ * alone: the span, for a process whose attributes the module has as its
+ * label sets already (libplabel's). format PLABEL_TLSCTX_NONE forgets the
+ * process. pid is resolved in the caller's pid namespace, and a process
+ * whose leader has exited is found through its other threads. The
+ * registration lasts
  * while the process runs the image it had at the call: an exec ends it.
  * A session keeps up to PLABEL_TLSCTX_PROCS processes (those that exited
  * or exec'ed make room); more gets -ENOSPC (and, rarely, a process whose
@@ -677,10 +682,12 @@ enum plabel_tlsctx_format {
 };
 
 #define PLABEL_TLSCTX_DTV		(1U << 0)	/* args.flags */
+/* OTel: copy the record's 28-byte head only (its span, not attributes) */
+#define PLABEL_TLSCTX_HEAD		(1U << 1)	/* args.flags */
 #define PLABEL_TLSCTX_MODULE_MAX	65535
 #define PLABEL_TLSCTX_OFFSET_MAX	(1LL << 30)	/* |offset| below */
 #define PLABEL_TLSCTX_PROCS		1024
-#define PLABEL_TLSCTX_BYTES		1024	/* context bytes a record carries */
+#define PLABEL_TLSCTX_BYTES		1024	/* a record's context, at most */
 #define PLABEL_TLSCTX_LABELS		16	/* custom-labels entries read */
 
 struct plabel_tlsctx_args {
@@ -700,7 +707,8 @@ struct plabel_tlsctx_args {
  * struct plabel_rec_tlsctx and len bytes (len <= PLABEL_TLSCTX_BYTES):
  *   - PLABEL_TLSCTX_OTEL_V1: the thread's OTEP 4947 record as it was, its
  *     28-byte head (valid was 1) and as much of attrs-data as was
- *     readable, at most PLABEL_TLSCTX_BYTES - 28 bytes;
+ *     readable, at most PLABEL_TLSCTX_BYTES - 28 bytes (less than
+ *     attrs-data-size: PLABEL_TLSCTX_PARTIAL);
  *   - PLABEL_TLSCTX_CUSTOM_LABELS_V1 (a set with NULL storage or count 0
  *     has no labels, so no context): the labels of the thread's set, up
  *     to PLABEL_TLSCTX_LABELS of them in their order, each as
