@@ -199,6 +199,8 @@ struct plabel_collect {
 #define PLABEL_CTX_LABELS	(PLABEL_OTEL_MAX_KEYS + 2)
 /* Contexts of a process between two readings of its key map, at least */
 #define PLABEL_CKM_AGAIN	1024
+/* ... and between two asks while tctx has none */
+#define PLABEL_CKM_RETRY	64
 
 void plabel_collect_free(struct plabel_collect *c)
 {
@@ -680,11 +682,27 @@ static const struct plabel_otel_keymap *ctx_keymap(struct plabel_collect *c,
 	if (i == SIZE_MAX)
 		return NULL;
 	k = &c->ckms[i];
-	if (!k->since) {
+	/* none yet (not read by then): asked again now and then */
+	if (!k->since || (!k->have && k->since % PLABEL_CKM_RETRY == 0))
 		k->have = !plabel_tctx_keymap(c->tctx, pid, &k->km);
-		k->since = 1;
-	}
+	k->since++;
 	return k->have ? &k->km : NULL;
+}
+
+/* pid exec'ed: its key map is another program's from now on. */
+static void ctx_keymap_forget(struct plabel_collect *c, uint32_t pid)
+{
+	size_t pos = SIZE_MAX, i;
+
+	while ((i = plabel_itab_next(&c->ckm_tab, plabel_hash2(pid, 0),
+				     &pos)) != SIZE_MAX) {
+		if (c->ckms[i].pid != pid)
+			continue;
+		plabel_otel_keymap_release(&c->ckms[i].km);
+		c->ckms[i].have = 0;
+		c->ckms[i].since = 0;
+		return;
+	}
 }
 
 static int ctx_label_cmp(const void *pa, const void *pb)
@@ -730,7 +748,7 @@ static int ctx_set(struct plabel_collect *c, const struct plabel_dec_rec *r,
 				&c->ckms, &c->nckms, &c->ckms_cap,
 				sizeof(*c->ckms), h->pid, NULL)];
 
-		if (k->since++ >= PLABEL_CKM_AGAIN)
+		if (k->since >= PLABEL_CKM_AGAIN)
 			k->since = 0;
 	}
 	if (!n)
@@ -1560,6 +1578,8 @@ static int collect_record(struct plabel_collect *c,
 					   r->u.mmap.path.ptr,
 					   r->u.mmap.path.len, 0);
 	case PLABEL_REC_EXEC:
+		if (c->tctx)
+			ctx_keymap_forget(c, r->u.exec.pid);
 		p = plabel_procs_get(&c->procs, r->u.exec.pid);
 		if (!p)
 			return -ENOMEM;

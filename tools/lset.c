@@ -66,8 +66,9 @@ int plabel_lsets_add(struct plabel_lsets *ls, uint64_t id,
 	set->labels = calloc(count ? count : 1, sizeof(*set->labels));
 	if (!set->labels)
 		return -ENOMEM;
+	/* still sorted when it comes after the last (sets added in order) */
+	ls->sorted = ls->sorted && (ls->n == 0 || ls->sets[ls->n - 1].id < id);
 	ls->n++;
-	ls->sorted = 0;
 	for (i = 0; i < count; i++) {
 		char *k = strndup(labels[i].key.ptr, labels[i].key.len);
 		char *v = strndup(labels[i].value.ptr, labels[i].value.len);

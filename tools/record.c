@@ -415,19 +415,24 @@ static void plabel_raw_replay(struct plabel_rec_state *st,
 
 	st->raw_off = 1;
 	while (off < st->raw_bytes) {
-		unsigned int i = 1;
+		unsigned int i;
 		size_t end = 0;
+		int bad;
 
+		errno = 0;
+		bad = plabel_pread_all(st->rawfd, q, head, (off_t)off) ||
+		      q->len > PLABEL_READ_BUF || q->nseg > PLABEL_QSEG_MAX;
 		/* the segments' ends grow and stay within the bytes */
-		if (!plabel_pread_all(st->rawfd, q, head, (off_t)off) &&
-		    q->len <= PLABEL_READ_BUF && q->nseg <= PLABEL_QSEG_MAX)
-			for (i = 0; i < q->nseg && end <= q->seg[i].end; i++)
-				end = q->seg[i].end;
-		if (i != q->nseg || end > q->len ||
+		for (i = 0; !bad && i < q->nseg; i++) {
+			bad = q->seg[i].end < end;
+			end = q->seg[i].end;
+		}
+		if (bad || end > q->len ||
 		    plabel_pread_all(st->rawfd, q->data, q->len,
 				     (off_t)(off + head))) {
-			fprintf(stderr, "plabel record: cannot read back what was set aside: %s\n",
-				strerror(errno ? errno : EIO));
+			fprintf(stderr, "plabel record: cannot read back what was set aside (%s): %.1f MiB of records left out\n",
+				errno ? strerror(errno) : "not as written",
+				(st->raw_bytes - off) / 1048576.0);
 			break;
 		}
 		off += head + q->len;

@@ -38,6 +38,8 @@
 
 /* A process's files looked at, at most (the rest are not). */
 #define TLS_MAPS_MAX		4096
+/* The largest file read (libelf reads it whole into memory). */
+#define TLS_FILE_MAX		(512ULL << 20)
 /* Symbols of one .dynsym read, at most. */
 #define TLS_SYMS_MAX		(1U << 22)
 /* The largest process context payload read. */
@@ -58,6 +60,7 @@ struct tls_elf {
 	off_t size;
 	struct timespec mtime;
 	int kind;		/* enum tls_kind */
+	int libplabel;		/* defines plabel_switch: libplabel itself */
 	uint64_t sym_value;	/* the variable's offset in the TLS block */
 	uint64_t tls_memsz, tls_align, tls_vaddr;
 	uint64_t load_vaddr;	/* the PT_LOAD at file offset 0 */
@@ -166,7 +169,11 @@ static void tls_elf_read(int fd, struct tls_elf *x)
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/*
+	 * Read, not mapped: the file may belong to the user of the process
+	 * looked at, who could cut it short under a mapping (SIGBUS).
+	 */
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		return;
 	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64 ||
@@ -211,6 +218,9 @@ static void tls_elf_read(int fd, struct tls_elf *x)
 				otel = i;
 			else if (tls_sym_is(e, strndx, &s, PLABEL_CL_SYMBOL))
 				cl = i;
+		} else if (GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+			if (tls_sym_is(e, strndx, &s, "plabel_switch"))
+				x->libplabel = 1;
 		} else if (tls_sym_is(e, strndx, &s,
 				      PLABEL_CL_VERSION_SYMBOL)) {
 			clver = i;
@@ -338,7 +348,7 @@ static int tls_lib_loc(int mem, const struct tls_elf *x, uint64_t bias,
 		ret = tls_mem_read(mem, v[1], v, 16);
 		if (ret)
 			return ret;
-		loc->flags = PLABEL_TLSCTX_DTV;
+		loc->flags |= PLABEL_TLSCTX_DTV;
 		loc->module = v[0];
 		loc->offset = (int64_t)v[1];
 		return 0;
@@ -348,7 +358,7 @@ static int tls_lib_loc(int mem, const struct tls_elf *x, uint64_t bias,
 			return ret;
 		if (!v[0])
 			return -EAGAIN;
-		loc->flags = PLABEL_TLSCTX_DTV;
+		loc->flags |= PLABEL_TLSCTX_DTV;
 		loc->module = v[0];
 		loc->offset = (int64_t)x->sym_value;
 		if (x->have_dtpoff) {
@@ -444,7 +454,9 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 		snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid,
 			 m->path);
 		if (stat(file, &st) || !S_ISREG(st.st_mode) ||
-		    st.st_ino != m->ino || tls_elf_get(file, &st, &x))
+		    st.st_ino != m->ino ||
+		    (uint64_t)st.st_size > TLS_FILE_MAX ||
+		    tls_elf_get(file, &st, &x))
 			continue;
 		if (x.kind == TLS_NONE)
 			continue;
@@ -452,6 +464,9 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 			 exe.st_ino == st.st_ino;
 		memset(loc, 0, sizeof(*loc));
 		loc->format = (uint32_t)x.kind;
+		/* libplabel's attributes are its label sets already: the span */
+		if (x.libplabel && x.kind == TLS_OTEL)
+			loc->flags = PLABEL_TLSCTX_HEAD;
 		if (is_exe) {
 			uint64_t block = tls_exe_block(&x);
 
@@ -640,7 +655,7 @@ static int otel_keyvalue(struct pb kv, struct plabel_otel_keymap *km)
 			if (f != 1 || !av.p)
 				continue;
 			if (km->nkeys >= PLABEL_OTEL_MAX_KEYS)
-				return 0;	/* the record cannot name more */
+				return 0;	/* no record names more */
 			/* a key not fit for a label stays unnamed: NULL */
 			if (!pb_any_string(av, &s) && s.end > s.p &&
 			    pb_good_str(&s, PLABEL_MAX_KEY_LEN)) {
@@ -671,8 +686,8 @@ static int otel_decode(const uint8_t *p, size_t len,
 	return r < 0 ? -1 : 0;
 }
 
-/* The start of the mapping named OTEL_CTX, or 0. */
-static uint64_t otel_find_map(pid_t pid)
+/* The start of the mapping named OTEL_CTX, or 0 (*gone: no process). */
+static uint64_t otel_find_map(pid_t pid, int *gone)
 {
 	char path[64], *line = NULL;
 	uint64_t at = 0;
@@ -681,8 +696,10 @@ static uint64_t otel_find_map(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
-	if (!f)
+	if (!f) {
+		*gone = errno == ENOENT || errno == ESRCH;
 		return 0;
+	}
 	while (!at && getline(&line, &cap, f) > 0) {
 		unsigned long long start;
 		int n = 0;
@@ -709,12 +726,12 @@ int plabel_otel_keymap_read(pid_t pid, struct plabel_otel_keymap *km)
 	uint64_t at, pub, addr;
 	uint32_t ver, size;
 	char path[64];
-	int fd, ret = -EAGAIN, tries;
+	int fd, ret = -EAGAIN, tries, gone = 0;
 
 	plabel_otel_keymap_release(km);
-	at = otel_find_map(pid);
+	at = otel_find_map(pid, &gone);
 	if (!at)
-		return -ENOENT;
+		return gone ? -ESRCH : -ENOENT;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -869,8 +886,9 @@ static size_t tctx_custom(const uint8_t *data, uint32_t len,
 		k = data + off + 4;
 		v = k + kl;
 		off += 4 + (size_t)kl + vl;
-		if (!kl || kl > PLABEL_MAX_KEY_LEN || vl > PLABEL_TLSCTX_BYTES ||
-		    !tctx_good(k, kl) || !tctx_good(v, vl)) {
+		if (!kl || kl > PLABEL_MAX_KEY_LEN ||
+		    vl > PLABEL_TLSCTX_BYTES || !tctx_good(k, kl) ||
+		    !tctx_good(v, vl)) {
 			if (st)
 				st->bad_labels++;
 			continue;
@@ -915,6 +933,7 @@ enum tctx_state {
 	TCTX_REGISTERED,	/* the module reads its contexts */
 	TCTX_NONE,		/* publishes nothing (yet) */
 	TCTX_FAILED,		/* could not be read or registered */
+	TCTX_GONE,		/* exited */
 };
 
 /* Retries of a library not relocated yet, then of a missing key map. */
@@ -928,6 +947,7 @@ struct tctx_proc {
 	uint32_t pid;		/* first: plabel_itab_u32() */
 	int state;		/* enum tctx_state */
 	uint32_t gen;		/* bumped by each exec: results of before go */
+	int in_kernel;		/* the module may hold a registration */
 	uint32_t format;
 	unsigned int tries, km_tries;
 	uint64_t next_ns;	/* MARKED: when to look */
@@ -1005,7 +1025,7 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 		p->state = 0;
 	}
 	if (p->state == TCTX_MARKED || p->state == TCTX_REGISTERED ||
-	    p->state == TCTX_FAILED)
+	    p->state == TCTX_FAILED || (p->state == TCTX_GONE && !image))
 		return;
 	/* one that published nothing: again, but not at once */
 	p->next_ns = p->state == TCTX_NONE ? p->looked_ns + TCTX_AGAIN_NS : 0;
@@ -1060,6 +1080,7 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	struct plabel_tls_loc loc;
 	struct tctx_proc *p;
 	uint64_t now;
+	int sent = 0, forget = 0;
 	int ret = plabel_tls_locate((pid_t)j->pid, &loc);
 
 	if (!ret && t->fd >= 0) {
@@ -1073,13 +1094,17 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 		};
 
 		if (ioctl(t->fd, PLABEL_IOC_TLSCTX_SET, &a))
-			ret = -errno ? -errno : -EIO;
+			ret = errno ? -errno : -EIO;
+		else
+			sent = 1;
 		if (ret == -EAGAIN || ret == -ENOENT)
 			ret = -EIO;	/* the module's answer is final */
 	}
 	now = tctx_now();
 	pthread_mutex_lock(&t->lock);
 	p = tctx_proc_find(t, j->pid);
+	if (p && sent)
+		p->in_kernel = 1;
 	if (!p || p->gen != j->gen || p->state != TCTX_MARKED) {
 		pthread_mutex_unlock(&t->lock);
 		return;		/* exec'ed meanwhile: looked at again */
@@ -1089,9 +1114,16 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	} else if (ret) {
 		t->marked--;
 		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
-			   TCTX_FAILED;
+			   ret == -ESRCH ? TCTX_GONE : TCTX_FAILED;
 		t->failed += p->state == TCTX_FAILED;
 		p->looked_ns = now;
+		/*
+		 * What the module holds was for an image since replaced
+		 * (exec'ed between a look and its ioctl, or after it): it
+		 * must not read this one's memory by it.
+		 */
+		forget = p->in_kernel && p->state != TCTX_GONE;
+		p->in_kernel = 0;
 	} else {
 		t->marked--;
 		p->state = TCTX_REGISTERED;
@@ -1100,6 +1132,16 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 		t->registered++;
 	}
 	pthread_mutex_unlock(&t->lock);
+	if (forget && t->fd >= 0) {
+		struct plabel_tlsctx_args a = {
+			.size = sizeof(a),
+			.pid = (int32_t)j->pid,
+			.format = PLABEL_TLSCTX_NONE,
+		};
+
+		/* (a process gone meanwhile: its entry goes with it) */
+		ioctl(t->fd, PLABEL_IOC_TLSCTX_SET, &a);
+	}
 }
 
 /* The key map read (again), no lock held. */
@@ -1123,11 +1165,14 @@ static void tctx_do_keymap(struct plabel_tctx *t, const struct tctx_job *j)
 		p->km = km;
 		p->have_km = 1;
 		p->km_next_ns = now + TCTX_KEYMAP_NS;
+	} else if (ret == -ESRCH) {
+		/* exited: the map read last stays for the collector */
+		p->state = TCTX_GONE;
+		t->registered--;
 	} else {
 		/* not published yet: soon again, then once a second */
 		p->km_tries++;
-		p->km_next_ns = ret == -ESRCH ? UINT64_MAX :
-				now + (p->km_tries < TCTX_TRIES ?
+		p->km_next_ns = now + (p->km_tries < TCTX_TRIES ?
 				       TCTX_RETRY_NS << (p->km_tries / 2) :
 				       TCTX_KEYMAP_NS);
 	}
