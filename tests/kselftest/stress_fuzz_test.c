@@ -193,7 +193,7 @@ static const unsigned int fz_known_cmds[] = {
 	PLABEL_IOC_SET_NEW, PLABEL_IOC_SET_PUT, PLABEL_IOC_LABELS_SET,
 	PLABEL_IOC_LABELS_GET, PLABEL_IOC_SLOT_SET, PLABEL_IOC_SESSION_START,
 	PLABEL_IOC_SESSION_STOP, PLABEL_IOC_THREADS_GET, PLABEL_IOC_HEAP_ALLOC,
-	PLABEL_IOC_HEAP_FREE,
+	PLABEL_IOC_HEAP_FREE, PLABEL_IOC_TLSCTX_SET,
 };
 #define FZ_NCMDS (sizeof(fz_known_cmds) / sizeof(fz_known_cmds[0]))
 
@@ -332,6 +332,11 @@ static void fz_check(unsigned long cmd, uint64_t arg, int ret, int err)
 	case EACCES:
 		/* labels inherited from a process the caller may not read */
 		if (FZ_BASE(cmd) == FZ_BASE(PLABEL_IOC_LABELS_GET))
+			return;
+		break;
+	case ESRCH: case ENOSPC:
+		/* no such process; a session's table of them full */
+		if (FZ_BASE(cmd) == FZ_BASE(PLABEL_IOC_TLSCTX_SET))
 			return;
 		break;
 	}

@@ -489,9 +489,12 @@ TEST(bad_arguments)
 #define BAD(err, ...)							\
 	EXPECT_EQ(err, tlsctx_set(fd, __VA_ARGS__)) TH_LOG(#__VA_ARGS__)
 	/* flags, format, pid */
-	BAD(-EINVAL, me, otel, 1u << 1, off, 0);
+	BAD(-EINVAL, me, otel, 1u << 2, off, 0);
 	BAD(-EINVAL, me, otel, 1u << 31, off, 0);
-	BAD(-EINVAL, me, otel, dtv | 1u << 1, 0, 1);
+	BAD(-EINVAL, me, otel, dtv | 1u << 2, 0, 1);
+	/* the head alone is for OTel records */
+	BAD(-EINVAL, me, PLABEL_TLSCTX_CUSTOM_LABELS_V1, PLABEL_TLSCTX_HEAD,
+	    off, 0);
 	BAD(-EINVAL, me, 3, 0, off, 0);
 	BAD(-EINVAL, me, UINT32_MAX, 0, off, 0);
 	BAD(-EINVAL, 0, otel, 0, off, 0);
@@ -593,6 +596,7 @@ TEST(otel_static)
 	size_t len = otel_build(rec, 0x10, otel_attrs, OTEL_ATTRS_LEN,
 				OTEL_ATTRS_LEN);
 	struct want w1 = want_otel(exp1, len), w2 = want_otel(exp2, len);
+	struct want w3 = want_otel(exp2, 28);
 	struct otel_rec *r = (void *)rec;
 	struct su_reader rdr, rdr2;
 	struct su_stream st, st2;
@@ -632,6 +636,11 @@ TEST(otel_static)
 	run_phase(&ps, "valid 0", NULL);
 	r->valid = 2;
 	run_phase(&ps, "valid 2", NULL);
+	/* PLABEL_TLSCTX_HEAD: the 28-byte head alone, the span */
+	r->valid = 1;
+	ASSERT_EQ(0, tlsctx_set(fd, getpid(), PLABEL_TLSCTX_OTEL_V1,
+				PLABEL_TLSCTX_HEAD, tls_offset(&otel_ctx), 0));
+	run_phase(&ps, "head only", &w3);
 	otel_ctx = NULL;
 
 	ASSERT_EQ(0, su_stop(fd));
@@ -913,6 +922,8 @@ TEST(hostile_pointers)
 	otel_build(big, 0x40, attrs, sizeof(attrs), 0xffff);
 	memcpy(exp_big, big, sizeof(exp_big));
 	w_big = want_otel(exp_big, PLABEL_TLSCTX_BYTES);
+	/* less than attrs-data-size says: partial */
+	w_big.flags = PLABEL_TLSCTX_PARTIAL;
 	/* one 20 bytes of attrs-data before an unmapped page */
 	two = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -921,6 +932,7 @@ TEST(hostile_pointers)
 	otel_build(two + pg - OTEL_HEAD - 20, 0x50, attrs, 20, 0xffff);
 	memcpy(exp_end, two + pg - OTEL_HEAD - 20, OTEL_HEAD + 20);
 	w_end = want_otel(exp_end, OTEL_HEAD + 20);
+	w_end.flags = PLABEL_TLSCTX_PARTIAL;
 	none = mmap(NULL, pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, none);
 	none_off = tls_offset(none);

@@ -495,7 +495,9 @@ TEST(none_in_static_libplabel)
 
 /*
  * libplabel.so exports otel_thread_ctx_v1 (initial-exec: its
- * R_X86_64_TPOFF64 gives a static offset), and is read like any other.
+ * R_X86_64_TPOFF64 gives a static offset), and is read like any other,
+ * for the head only (the span): its attributes are the module's label
+ * sets already.
  */
 TEST(libplabel_so)
 {
@@ -512,7 +514,7 @@ TEST(libplabel_so)
 	tl_stop(&c);
 	ASSERT_EQ(0, ret);
 	EXPECT_EQ(PLABEL_TLSCTX_OTEL_V1, loc.format);
-	EXPECT_EQ(0, loc.flags);
+	EXPECT_EQ(PLABEL_TLSCTX_HEAD, loc.flags);
 	EXPECT_GT(0, loc.offset);
 }
 
