@@ -89,7 +89,7 @@ struct plabel_tctx_label {
 struct plabel_tctx_stats {
 	uint64_t contexts;	/* records that carried a context */
 	uint64_t unknown_keys;	/* OTel entries whose key index is not mapped */
-	uint64_t bad_labels;	/* keys or values with control bytes, empty keys */
+	uint64_t bad_labels;	/* control bytes in key or value, empty keys */
 	uint64_t partial;	/* contexts the module could not copy whole */
 };
 
