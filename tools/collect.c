@@ -2214,6 +2214,12 @@ int plabel_collect_finish(struct plabel_collect *c, int64_t time_nanos,
 	for (k = 0; k < c->naggs; k++)
 		order[k] = (uint32_t)k;
 	qsort_r(order, c->naggs, sizeof(*order), agg_first_cmp, c->aggs);
+	if (c->tctx) {
+		uint32_t registered, failed;
+
+		plabel_tctx_counts(c->tctx, &registered, &failed);
+		c->st.ctx_failed = failed;
+	}
 	ret = ctx_sets_add(c);
 	if (ret) {
 		free(order);

@@ -49,6 +49,7 @@ struct plabel_collect_stats {
 	uint64_t ctx_unknown;	/* OTel attributes of keys not mapped */
 	uint64_t ctx_bad;	/* context labels not fit for a label */
 	uint64_t ctx_partial;	/* contexts the kernel could not copy whole */
+	uint64_t ctx_failed;	/* processes whose context was not registered */
 	uint32_t version;	/* of the STREAM record, 0 before it */
 };
 

@@ -475,6 +475,8 @@ int plabel_resolve_comments(struct plabel_prof *prof,
 		{ st->ctx_bad, "thread-context labels not fit for a label" },
 		{ st->ctx_partial,
 		  "thread contexts the kernel could not copy whole" },
+		{ st->ctx_failed,
+		  "processes whose thread context could not be registered" },
 	};
 	size_t i;
 	int ret = count_comment(prof, "lost records", st->lost, 1);

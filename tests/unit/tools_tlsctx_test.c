@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "kselftest/kselftest_harness.h"
+#include "../../tools/collect.h"
 #include "../../tools/tlsctx.h"
 
 #define TL_THREADS	2
@@ -516,6 +517,60 @@ TEST(libplabel_so)
 	EXPECT_EQ(PLABEL_TLSCTX_OTEL_V1, loc.format);
 	EXPECT_EQ(PLABEL_TLSCTX_HEAD, loc.flags);
 	EXPECT_GT(0, loc.offset);
+}
+
+/*
+ * The bookkeeping's own thread looks at a process it is told of and
+ * registers it; a registration the module refuses (here: the file is
+ * not /dev/plabel, -ENOTTY) is counted as failed, and the profiles say
+ * so in their comments.
+ */
+TEST(tctx_counts_failed_registrations)
+{
+	struct plabel_prof *profs[PLABEL_PROF_NKINDS];
+	uint32_t registered = 0, failed = 0;
+	struct plabel_collect *col;
+	struct plabel_syms *syms;
+	struct plabel_tctx *t;
+	struct tl_child c;
+	char path[4200];
+	size_t k, n;
+	int fd, i, said = 0;
+
+	if (!tl_path(path, sizeof(path), "tlsctx_otel_exe"))
+		SKIP(return, "tlsctx_otel_exe not built");
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	t = plabel_tctx_new(fd);
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, tl_start(&c, path, "20", NULL));
+	ASSERT_EQ(0, tl_wait_ready(&c));
+	plabel_tctx_watch(t, (uint32_t)c.pid);
+	for (i = 0; i < 500 && !failed; i++) {
+		usleep(10000);
+		plabel_tctx_counts(t, &registered, &failed);
+	}
+	tl_stop(&c);
+	EXPECT_EQ(1, failed);
+	EXPECT_EQ(0, registered);
+
+	syms = plabel_syms_new();
+	ASSERT_NE(NULL, syms);
+	col = plabel_collect_new(syms, 0);
+	ASSERT_NE(NULL, col);
+	plabel_collect_set_tctx(col, t);
+	ASSERT_EQ(0, plabel_collect_finish(col, 1, 2, profs));
+	n = plabel_prof_num_comments(profs[PLABEL_PROF_CPU]);
+	for (k = 0; k < n; k++)
+		said |= !strcmp(plabel_prof_comment(profs[PLABEL_PROF_CPU], k),
+				"processes whose thread context could not be registered: 1");
+	EXPECT_TRUE(said);
+	for (k = 0; k < PLABEL_PROF_NKINDS; k++)
+		plabel_prof_free(profs[k]);
+	plabel_collect_free(col);
+	plabel_syms_free(syms);
+	plabel_tctx_free(t);
+	close(fd);
 }
 
 TEST(gone)
