@@ -7,6 +7,9 @@
  *                         byte to every 2 units       (wait=io)
  *   endpoint=/api/login   pthread_cond_wait() for the main thread's
  *                         signal, every unit           (wait=futex)
+ * The main thread ticks until the login thread has had its ten, so a
+ * login thread that falls behind (a tick that comes while it works is
+ * not one it waits for) waits longer instead of for ever.
  * At exit each thread's truth is printed: "thread ENDPOINT elapsed_ns=N
  * cpu_ns=N", its time from setting its labels to its end and the CPU time
  * it used meanwhile; elapsed less CPU is the time it spent off its CPU.
@@ -25,6 +28,7 @@ static int pipefd[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tick = PTHREAD_COND_INITIALIZER;
 static unsigned int ticks;
+static int login_done;		/* atomic: no lock after its clocks */
 static pthread_barrier_t start;
 static volatile uint64_t sink;
 
@@ -102,6 +106,8 @@ static void *waiter_fn(void *arg)
 	}
 	w->cpu_ns = plabel_e2e_cpu_ns() - c0;
 	w->elapsed_ns = now_ns() - t0;
+	if (w->wait == wait_login)
+		__atomic_store_n(&login_done, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -123,14 +129,19 @@ int main(int argc, char **argv)
 		plabel_e2e_check(pthread_create(&t[k], NULL, waiter_fn, &w[k]),
 				 "pthread_create");
 	pthread_barrier_wait(&start);
-	/* a tick every unit, a byte to the pipe every second one */
-	for (int i = 1; i <= 2 * ROUNDS; i++) {
+	/*
+	 * A tick every unit, a byte to the pipe every second one (ten in
+	 * all: the pipe keeps those upload has not read yet).
+	 */
+	for (int i = 1, done = 0; !done || i <= 2 * ROUNDS; i++) {
 		sleep_ms(unit_ms);
 		pthread_mutex_lock(&lock);
 		ticks++;
 		pthread_cond_signal(&tick);
 		pthread_mutex_unlock(&lock);
-		if (i % 2 == 0 && write(pipefd[1], "x", 1) != 1)
+		done = __atomic_load_n(&login_done, __ATOMIC_RELAXED);
+		if (i % 2 == 0 && i <= 2 * ROUNDS &&
+		    write(pipefd[1], "x", 1) != 1)
 			return 1;
 	}
 	for (int k = 0; k < 3; k++)
