@@ -50,23 +50,15 @@ static struct pt_regs *plabel_user_regs(struct pt_regs *regs)
 	return task_pt_regs(current);
 }
 
-/*
- * The kernel call chain of an interrupt that hit kernel mode (regs), or,
- * with regs NULL, of current from the caller of the frame at first on.
- */
-static u16 plabel_kernel_chain(struct plabel_wr *w, struct pt_regs *regs,
-			       unsigned long *first)
+/* The kernel call chain of an interrupt that hit kernel mode (regs). */
+static u16 plabel_kernel_chain(struct plabel_wr *w, struct pt_regs *regs)
 {
 	struct unwind_state state;
-	u64 ip;
-	u16 n = 0;
+	u64 ip = regs->ip;
+	u16 n = 1;
 
-	if (regs) {
-		ip = regs->ip;
-		plabel_wr_put(w, &ip, sizeof(ip));
-		n = 1;
-	}
-	for (unwind_start(&state, current, regs, first);
+	plabel_wr_put(w, &ip, sizeof(ip));
+	for (unwind_start(&state, current, regs, NULL);
 	     !unwind_done(&state) && n < PLABEL_KSTACK_MAX;
 	     unwind_next_frame(&state)) {
 		ip = unwind_get_return_address(&state);
@@ -234,19 +226,29 @@ static u32 plabel_snap_len(unsigned long sp, u32 size, unsigned long top)
 }
 
 /*
+ * A record's kernel chain: walked from the interrupted registers regs, or
+ * (regs NULL) the nk addresses at ips, walked already.
+ */
+struct plabel_kchain {
+	struct pt_regs *regs;
+	const u64 *ips;
+	u16 nk;
+};
+
+/*
  * Write a SAMPLE, THREAD or OFFCPU record to this CPU's ring. rec holds
- * the fixed part but for the counts; kernel says whether the kernel chain
- * is wanted: of the interrupted registers kregs, or with kregs NULL of
- * current from the caller of the frame at kfirst on; top is where
- * current's stack ends, 0 when not known. Interrupts are off.
+ * the fixed part but for the counts; kc, when not NULL, is the kernel
+ * chain; top is where current's stack ends, 0 when not known. Interrupts
+ * are off.
  */
 static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 			      struct plabel_rec_sample *rec,
-			      const void *extra, u32 extra_len, bool kernel,
-			      struct pt_regs *kregs, unsigned long *kfirst,
+			      const void *extra, u32 extra_len,
+			      const struct plabel_kchain *kc,
 			      struct pt_regs *uregs, unsigned long top,
 			      struct plabel_wr *wp)
 {
+	bool kernel = kc != NULL;
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
 	const struct plabel_tlsctx *tlsctx = NULL;
@@ -265,8 +267,12 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 	/* ALLOC: its plabel_rec_alloc (a multiple of 8 bytes) */
 	if (extra_len)
 		plabel_wr_put(&w, extra, extra_len);
-	if (kernel)
-		rec->nr_kernel = plabel_kernel_chain(&w, kregs, kfirst);
+	if (kc && kc->regs) {
+		rec->nr_kernel = plabel_kernel_chain(&w, kc->regs);
+	} else if (kc) {
+		plabel_wr_put(&w, kc->ips, kc->nk * sizeof(u64));
+		rec->nr_kernel = kc->nk;
+	}
 	if (uregs) {
 		if (s->callchain == PLABEL_CALLCHAIN_FP) {
 			rec->nr_user = plabel_user_fp_chain(&w, uregs,
@@ -462,14 +468,15 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 		.cpu_ns = plabel_task_cpu_ns(now),
 	};
 	struct pt_regs *uregs = plabel_user_regs(regs);
-	struct pt_regs *kregs = NULL;
+	struct plabel_kchain kc = { .regs = regs };
+	bool kernel = false;
 	struct plabel_set *set;
 	unsigned long top;
 
 	if (user_mode(regs))
 		rec.flags |= PLABEL_SAMPLE_USER;
-	else if (s->record & PLABEL_RECORD_KERNEL)
-		kregs = regs;
+	else
+		kernel = s->record & PLABEL_RECORD_KERNEL;
 
 	rcu_read_lock();
 	set = plabel_current_set_rcu(&top);
@@ -478,8 +485,8 @@ static void plabel_sample(struct plabel_session *s, struct pt_regs *regs,
 
 	/* a late sample stands for each period it covers */
 	rec.flags |= (weight - 1) << PLABEL_SAMPLE_PERIODS_SHIFT;
-	if (plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kregs != NULL, kregs,
-			      NULL, uregs, top, NULL))
+	if (plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kernel ? &kc : NULL,
+			      uregs, top, NULL))
 		__this_cpu_inc(plabel_stats.samples);
 	else
 		WRITE_ONCE(c->ring.lost_periods, c->ring.lost_periods + weight);
@@ -548,8 +555,8 @@ void plabel_sample_thread(struct plabel_session *s, struct task_struct *child,
 	if (!(clone_flags & CLONE_THREAD))
 		rec.flags |= PLABEL_THREAD_PROCESS;
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
-	plabel_emit_chain(s, &c->ring, &rec, NULL, 0, false, NULL, NULL, uregs,
-			  stack_top, NULL);
+	plabel_emit_chain(s, &c->ring, &rec, NULL, 0, NULL, uregs, stack_top,
+			  NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
@@ -589,8 +596,8 @@ bool plabel_sample_alloc(struct plabel_session *s,
 	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
-	ok = plabel_emit_chain(s, &c->ring, &rec, &info, sizeof(info), false,
-			       NULL, NULL, uregs, top, NULL);
+	ok = plabel_emit_chain(s, &c->ring, &rec, &info, sizeof(info), NULL,
+			       uregs, top, NULL);
 	if (uregs)
 		plabel_session_note_mm(s, c, rec.time_ns);
 	plabel_session_committed(s, &c->ring);
@@ -626,12 +633,13 @@ void plabel_sample_free(struct plabel_session *s, u64 addr)
 
 /*
  * From the sched_switch probe (offcpu.c): current leaves its CPU waiting,
- * in state (TASK_RUNNING: preempted), at now. Its OFFCPU record, then its slot in the session's
- * off-CPU table (taken first: without one, no record is written and one
- * is counted lost). Interrupts are off, the runqueue lock held.
+ * in state (TASK_RUNNING: preempted), at now; kips[0..nk) is its kernel
+ * chain (session.c walks it). Its OFFCPU record, then its slot in the
+ * session's off-CPU table (taken first: without one, no record is written
+ * and one is counted lost). Interrupts are off, the runqueue lock held.
  */
 void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
-			  u64 now, void *kfirst)
+			  u64 now, const u64 *kips, u16 nk)
 {
 	struct plabel_cpu *c = s->cpu[smp_processor_id()];
 	struct plabel_rec_sample rec = {
@@ -645,6 +653,7 @@ void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
 		.wait_state = state,
 	};
 	struct pt_regs *uregs = plabel_user_regs(NULL);
+	struct plabel_kchain kc = { .ips = kips, .nk = nk };
 	bool kernel = s->record & PLABEL_RECORD_KERNEL;
 	struct plabel_offcpu_slot *slot;
 	struct plabel_set *set;
@@ -662,7 +671,7 @@ void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
 	set = plabel_current_set_rcu(&top);
 	rec.set_id = plabel_labels_for(s, &c->ring, set);
 	rcu_read_unlock();
-	if (!plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kernel, NULL, kfirst,
+	if (!plabel_emit_chain(s, &c->ring, &rec, NULL, 0, kernel ? &kc : NULL,
 			       uregs, top, NULL)) {
 		plabel_offcpu_release(slot);
 		return;

@@ -46,6 +46,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/unwind.h>
 
 #include "session.h"
 
@@ -717,10 +718,40 @@ void plabel_session_on_free(u64 addr)
 	rcu_read_unlock();
 }
 
+/* prev's kernel chain at a switch, written from the probe (interrupts off) */
+static DEFINE_PER_CPU(u64 [PLABEL_KSTACK_MAX], plabel_switch_ips);
+
+/*
+ * current's kernel chain from the caller of the probe (its frame at
+ * kfirst) on, into ips: at most PLABEL_KSTACK_MAX addresses. The unwinder
+ * starts where it is called and walks to kfirst, skipping every frame on
+ * the way; under ORC each costs a table lookup, more in a module. Walked
+ * here, inlined into the function the probe calls last (as a tail call,
+ * in the probe's own place), it skips two frames; from the record writer
+ * it skipped six, and those were most of an off-CPU record's cost.
+ */
+static __always_inline u16 plabel_switch_kchain(u64 *ips, void *kfirst)
+{
+	struct unwind_state state;
+	u16 n = 0;
+
+	for (unwind_start(&state, current, NULL, kfirst);
+	     !unwind_done(&state) && n < PLABEL_KSTACK_MAX;
+	     unwind_next_frame(&state)) {
+		u64 ip = unwind_get_return_address(&state);
+
+		if (!ip)
+			break;
+		ips[n++] = ip;
+	}
+	return n;
+}
+
 /*
  * The sched_switch probe (offcpu.c), with out when prev leaves waiting,
  * in when next is a user thread: prev is current, the runqueue lock is
- * held, interrupts are off. kfirst: the probe's frame.
+ * held, interrupts are off. kfirst: the probe's frame. prev's kernel
+ * chain is walked once, for the first session that wants it.
  */
 void plabel_session_on_switch(struct task_struct *prev,
 			      struct task_struct *next, unsigned int state,
@@ -728,6 +759,8 @@ void plabel_session_on_switch(struct task_struct *prev,
 {
 	struct plabel_session *s;
 	u64 t0 = local_clock(), now = ktime_get_ns();
+	u64 *kips = NULL;
+	u16 nk = 0;
 
 	rcu_read_lock();
 	plabel_for_each_session(s) {
@@ -735,8 +768,13 @@ void plabel_session_on_switch(struct task_struct *prev,
 			continue;
 		if (in)
 			plabel_offcpu_in(s, next, now);
-		if (out && plabel_session_wants(s, prev->tgid))
-			plabel_sample_offcpu(s, state, now, kfirst);
+		if (!out || !plabel_session_wants(s, prev->tgid))
+			continue;
+		if ((s->record & PLABEL_RECORD_KERNEL) && !kips) {
+			kips = this_cpu_ptr(plabel_switch_ips);
+			nk = plabel_switch_kchain(kips, kfirst);
+		}
+		plabel_sample_offcpu(s, state, now, kips, nk);
 	}
 	rcu_read_unlock();
 	__this_cpu_add(plabel_stats.switch_ns, local_clock() - t0);

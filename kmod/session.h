@@ -268,11 +268,11 @@ void plabel_offcpu_in(struct plabel_session *s, struct task_struct *next,
 
 /* sample.c */
 /*
- * From the switch probe: current leaves its CPU in state, at now; a
- * kernel chain starts at the caller of the frame at kfirst.
+ * From the switch probe: current leaves its CPU in state, at now; its
+ * kernel chain, when the session records one, is kips[0..nk).
  */
 void plabel_sample_offcpu(struct plabel_session *s, unsigned int state,
-			  u64 now, void *kfirst);
+			  u64 now, const u64 *kips, u16 nk);
 int plabel_sample_init(void);
 void plabel_sample_exit(void);
 int plabel_sample_start(struct plabel_session *s);

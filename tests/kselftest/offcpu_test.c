@@ -547,6 +547,153 @@ TEST(fp_snapshot_is_lean)
 	close(fd);
 }
 
+/* The kernel's text symbols, sorted, from /proc/kallsyms. */
+struct ksym {
+	uint64_t addr;
+	char name[64];
+	int mine;		/* plabel's own */
+};
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static struct ksym *ksyms_read(size_t *n)
+{
+	struct ksym *k = NULL, *nk;
+	size_t cap = 0;
+	char line[512], name[256], mod[64];
+	unsigned long long addr;
+	char type;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	*n = 0;
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		int got = sscanf(line, "%llx %c %255s %63s", &addr, &type,
+				 name, mod);
+
+		if (got < 3 || !addr || (type != 't' && type != 'T'))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 65536;
+			nk = realloc(k, cap * sizeof(*k));
+			if (!nk)
+				break;
+			k = nk;
+		}
+		k[*n].addr = addr;
+		snprintf(k[*n].name, sizeof(k[*n].name), "%.63s", name);
+		k[*n].mine = got == 4 && !strcmp(mod, "[plabel]");
+		(*n)++;
+	}
+	fclose(f);
+	qsort(k, *n, sizeof(*k), ksym_cmp);
+	return k;
+}
+
+static const struct ksym *ksym_of(const struct ksym *k, size_t n,
+				  uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	if (!n || addr < k[0].addr)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &k[lo];
+}
+
+static void *napper_fn(void *arg)
+{
+	int i;
+
+	*(pid_t *)arg = su_gettid();
+	for (i = 0; i < NWAITS; i++)
+		sleep_ns(WAIT_MS * 1000000ull);
+	return NULL;
+}
+
+/*
+ * An off-CPU record's kernel chain starts where the scheduler called the
+ * probe and runs down to the system call: none of the module's own frames,
+ * the first one the scheduler's, the sleep on the way.
+ */
+TEST(kernel_chain_from_the_scheduler)
+{
+	struct plabel_rec_header *h;
+	struct su_reader rdr;
+	struct su_stream st;
+	unsigned int waits = 0, good = 0;
+	struct ksym *ks;
+	size_t nks, off;
+	pid_t tid = 0;
+	pthread_t t;
+	int fd;
+
+	NEED_ROOT();
+	ks = ksyms_read(&nks);
+	if (nks < 1000) {
+		free(ks);
+		SKIP(return, "no kernel symbols in /proc/kallsyms");
+	}
+	fd = open(SU_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, start(fd, PLABEL_RECORD_OFFCPU | PLABEL_RECORD_KERNEL,
+			   PLABEL_CALLCHAIN_FP, 0));
+	ASSERT_EQ(0, su_reader_start(&rdr, fd));
+	ASSERT_EQ(0, pthread_create(&t, NULL, napper_fn, &tid));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, su_stop(fd));
+	READ_STREAM(&rdr, &st);
+	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
+	ASSERT_LT(0, tid);
+	FOR_EACH_REC(&st, h, off) {
+		struct plabel_rec_sample *s = (void *)h;
+		uint64_t *ips = su_ips(s);
+		const struct ksym *first;
+		int mine = 0, sleep = 0;
+		unsigned int i;
+
+		if (h->type != PLABEL_REC_OFFCPU || s->tid != (uint32_t)tid ||
+		    s->wait_kind != PLABEL_WAIT_SLEEP)
+			continue;
+		waits++;
+		for (i = 0; i < s->nr_kernel; i++) {
+			const struct ksym *k = ksym_of(ks, nks, ips[i]);
+
+			mine += k && k->mine;
+			sleep += k && strstr(k->name, "nanosleep");
+		}
+		first = s->nr_kernel ? ksym_of(ks, nks, ips[0]) : NULL;
+		if (!mine && sleep && first &&
+		    (!strcmp(first->name, "__schedule") ||
+		     !strcmp(first->name, "__traceiter_sched_switch"))) {
+			good++;
+			continue;
+		}
+		TH_LOG("a chain of %u: first %s, %d of the module's frames, "
+		       "%d in nanosleep", s->nr_kernel,
+		       first ? first->name : "?", mine, sleep);
+	}
+	TH_LOG("%u sleeps, %u with the chain from the scheduler", waits, good);
+	EXPECT_LE(NWAITS, (int)waits);
+	EXPECT_EQ(waits, good);
+	su_stream_free(&st);
+	free(ks);
+	close(fd);
+}
+
 TEST(lost_records_counted)
 {
 	struct sleeper sl = { .nshort = 2000, .short_ns = 20000 };
