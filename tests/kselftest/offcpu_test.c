@@ -461,6 +461,26 @@ TEST(preempted_time_recorded)
  * stack only up to the end of the frame record at rbp (the return address
  * that is the fp chain's second entry), not the whole 2 KiB.
  */
+/*
+ * Record a thread running fn(tid) in an fp-mode session of this process
+ * with record's records, until it ends; its tid in *tid, the stream in
+ * *st, the session's fd (stopped) in fd.
+ */
+#define RECORD_THREAD(fd, record, fn, tid, st) do {			\
+		struct su_reader rdr_;					\
+		pthread_t t_;						\
+									\
+		fd = open(SU_DEV, O_RDWR | O_CLOEXEC);			\
+		ASSERT_LE(0, fd);					\
+		ASSERT_EQ(0, start(fd, record, PLABEL_CALLCHAIN_FP, 0));	\
+		ASSERT_EQ(0, su_reader_start(&rdr_, fd));		\
+		ASSERT_EQ(0, pthread_create(&t_, NULL, fn, tid));	\
+		pthread_join(t_, NULL);					\
+		ASSERT_EQ(0, su_stop(fd));				\
+		READ_STREAM(&rdr_, st);					\
+		ASSERT_LT(0, *(tid));					\
+	} while (0)
+
 static __attribute__((noinline)) void lean_wait(void)
 {
 	sleep_ns(WAIT_MS * 100000ull);
@@ -487,25 +507,14 @@ static void *lean_fn(void *arg)
 TEST(fp_snapshot_is_lean)
 {
 	struct plabel_rec_header *h;
-	struct su_reader rdr;
 	struct su_stream st;
 	unsigned int waits = 0, lean = 0, trimmed = 0;
 	pid_t tid = 0;
-	pthread_t t;
 	size_t off;
 	int fd;
 
 	NEED_ROOT();
-	fd = open(SU_DEV, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, start(fd, PLABEL_RECORD_OFFCPU, PLABEL_CALLCHAIN_FP, 0));
-	ASSERT_EQ(0, su_reader_start(&rdr, fd));
-	ASSERT_EQ(0, pthread_create(&t, NULL, lean_fn, &tid));
-	pthread_join(t, NULL);
-	ASSERT_EQ(0, su_stop(fd));
-	READ_STREAM(&rdr, &st);
-	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
-	ASSERT_LT(0, tid);
+	RECORD_THREAD(fd, PLABEL_RECORD_OFFCPU, lean_fn, &tid, &st);
 	FOR_EACH_REC(&st, h, off) {
 		struct plabel_rec_sample *s = (void *)h;
 		uint64_t *ips = su_ips(s), *regs, rsp, rbp, ret;
@@ -632,13 +641,11 @@ static void *napper_fn(void *arg)
 TEST(kernel_chain_from_the_scheduler)
 {
 	struct plabel_rec_header *h;
-	struct su_reader rdr;
 	struct su_stream st;
 	unsigned int waits = 0, good = 0;
 	struct ksym *ks;
 	size_t nks, off;
 	pid_t tid = 0;
-	pthread_t t;
 	int fd;
 
 	NEED_ROOT();
@@ -647,17 +654,8 @@ TEST(kernel_chain_from_the_scheduler)
 		free(ks);
 		SKIP(return, "no kernel symbols in /proc/kallsyms");
 	}
-	fd = open(SU_DEV, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, start(fd, PLABEL_RECORD_OFFCPU | PLABEL_RECORD_KERNEL,
-			   PLABEL_CALLCHAIN_FP, 0));
-	ASSERT_EQ(0, su_reader_start(&rdr, fd));
-	ASSERT_EQ(0, pthread_create(&t, NULL, napper_fn, &tid));
-	pthread_join(t, NULL);
-	ASSERT_EQ(0, su_stop(fd));
-	READ_STREAM(&rdr, &st);
-	EXPECT_EQ(0, st.bad) TH_LOG("%s", st.why);
-	ASSERT_LT(0, tid);
+	RECORD_THREAD(fd, PLABEL_RECORD_OFFCPU | PLABEL_RECORD_KERNEL,
+		      napper_fn, &tid, &st);
 	FOR_EACH_REC(&st, h, off) {
 		struct plabel_rec_sample *s = (void *)h;
 		uint64_t *ips = su_ips(s);
