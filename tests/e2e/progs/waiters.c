@@ -11,8 +11,9 @@
  * login thread that falls behind (a tick that comes while it works is
  * not one it waits for) waits longer instead of for ever.
  * At exit each thread's truth is printed: "thread ENDPOINT elapsed_ns=N
- * cpu_ns=N", its time from setting its labels to its end and the CPU time
- * it used meanwhile; elapsed less CPU is the time it spent off its CPU.
+ * cpu_ns=N", its time from setting its labels to clearing them and the
+ * CPU time it used meanwhile; elapsed less CPU is the time it spent off
+ * its CPU.
  * Usage: waiters [UNIT_MS] (default 10).
  */
 #include <plabel.h>
@@ -96,6 +97,7 @@ static void *waiter_fn(void *arg)
 	struct plabel_kv kv = { "endpoint", w->endpoint };
 	int64_t t0, c0;
 
+	/* the clocks run while the labels are set */
 	plabel_e2e_check(plabel_set(&kv, 1), "plabel_set");
 	t0 = now_ns();
 	c0 = plabel_e2e_cpu_ns();
@@ -104,6 +106,7 @@ static void *waiter_fn(void *arg)
 		work();
 		w->wait();
 	}
+	plabel_e2e_check(plabel_set(NULL, 0), "plabel_set");
 	w->cpu_ns = plabel_e2e_cpu_ns() - c0;
 	w->elapsed_ns = now_ns() - t0;
 	if (w->wait == wait_login)
