@@ -42,6 +42,8 @@
 #define TLS_FILE_MAX		(512ULL << 20)
 /* Symbols of one .dynsym read, at most. */
 #define TLS_SYMS_MAX		(1U << 22)
+/* Entries of one .gnu.hash chain read, at most (real ones hold a few). */
+#define TLS_CHAIN_MAX		1024
 /* The largest process context payload read. */
 #define OTEL_PAYLOAD_MAX	(1U << 20)
 /* Tries of the process context's reading protocol in one go. */
@@ -80,6 +82,100 @@ static int tls_sym_is(Elf *e, size_t strndx, const GElf_Sym *s,
 	const char *n = elf_strptr(e, strndx, s->st_name);
 
 	return n && !strcmp(n, name);
+}
+
+/* Read len bytes at off of fd: 0, or -1 when they are not all there. */
+static int tls_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+
+	return n >= 0 && (size_t)n == len ? 0 : -1;
+}
+
+/*
+ * The sections a symbol is looked up through: .gnu.hash, the .dynsym it
+ * indexes and that one's string table, as the file has them.
+ */
+struct tls_gnu_hash {
+	int fd;
+	GElf_Shdr hash, sym, str;
+};
+
+/*
+ * Whether symbol i of the .dynsym is name, defined; its entry in *s.
+ */
+static int tls_gnu_sym_is(const struct tls_gnu_hash *g, uint32_t i,
+			  const char *name, GElf_Sym *s)
+{
+	size_t len = strlen(name) + 1;
+	Elf64_Sym sym;
+	char buf[64];
+
+	if (len > sizeof(buf) || (uint64_t)i >= g->sym.sh_size / sizeof(sym) ||
+	    tls_pread(g->fd, &sym, sizeof(sym),
+		      g->sym.sh_offset + (uint64_t)i * sizeof(sym)) ||
+	    sym.st_shndx == SHN_UNDEF || sym.st_name >= g->str.sh_size ||
+	    g->str.sh_size - sym.st_name < len ||
+	    tls_pread(g->fd, buf, len, g->str.sh_offset + sym.st_name) ||
+	    memcmp(buf, name, len))
+		return 0;
+	s->st_name = sym.st_name;
+	s->st_info = sym.st_info;
+	s->st_other = sym.st_other;
+	s->st_shndx = sym.st_shndx;
+	s->st_value = sym.st_value;
+	s->st_size = sym.st_size;
+	return 1;
+}
+
+/*
+ * The .dynsym index of the defined symbol name, through the GNU hash
+ * table (its bloom filter turns most names away in one read), with its
+ * entry in *s; 0 when the file does not define it. A few small reads
+ * instead of reading and comparing every symbol: the C library has some
+ * three thousand, and this runs beside the program just started.
+ */
+static uint32_t tls_gnu_lookup(const struct tls_gnu_hash *g, const char *name,
+			       GElf_Sym *s)
+{
+	uint32_t h = 5381, hdr[4], nbuckets, symoffset, nbloom, shift, i, hv, n;
+	uint64_t size = g->hash.sh_size, off = g->hash.sh_offset, word, mask;
+	uint64_t buckets, chains, nchains;
+	const unsigned char *c;
+
+	for (c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	if (size < sizeof(hdr) || tls_pread(g->fd, hdr, sizeof(hdr), off))
+		return 0;
+	nbuckets = hdr[0];
+	symoffset = hdr[1];
+	nbloom = hdr[2];
+	shift = hdr[3];
+	buckets = sizeof(hdr) + (uint64_t)nbloom * 8;
+	chains = buckets + (uint64_t)nbuckets * 4;
+	if (!nbuckets || !nbloom || chains > size)
+		return 0;
+	nchains = (size - chains) / 4;
+	if (tls_pread(g->fd, &word, 8, off + sizeof(hdr) +
+		      (uint64_t)(h / 64 % nbloom) * 8))
+		return 0;
+	mask = (1ULL << (h % 64)) | (1ULL << ((h >> (shift % 32)) % 64));
+	if ((word & mask) != mask)
+		return 0;
+	if (tls_pread(g->fd, &i, 4, off + buckets + (uint64_t)(h % nbuckets) * 4) ||
+	    i < symoffset)
+		return 0;
+	for (n = 0; (uint64_t)(i - symoffset) < nchains && n < TLS_CHAIN_MAX;
+	     i++, n++) {
+		if (tls_pread(g->fd, &hv, 4,
+			      off + chains + (uint64_t)(i - symoffset) * 4))
+			return 0;
+		if ((hv | 1) == (h | 1) && tls_gnu_sym_is(g, i, name, s))
+			return i;
+		if (hv & 1)
+			return 0;
+	}
+	return 0;
 }
 
 /* The 4-byte value of the defined object s, from the file. */
@@ -159,8 +255,10 @@ static void tls_find_rel(Elf *e, size_t dynsym_ndx, size_t sym,
 /* Look at the ELF file open at fd: symbols, TLS segment, relocation. */
 static void tls_elf_read(int fd, struct tls_elf *x)
 {
-	size_t dynsym_ndx = 0, strndx = 0, phnum, i, n;
+	size_t dynsym_ndx = 0, strndx = 0, hash_link = 0, phnum, i, n;
 	size_t otel = 0, cl = 0, clver = 0;
+	struct tls_gnu_hash g = { 0 };
+	int hashed = 0;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	Elf_Data *d = NULL;
@@ -199,14 +297,43 @@ static void tls_elf_read(int fd, struct tls_elf *x)
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM) {
 			dynsym_ndx = elf_ndxscn(scn);
 			strndx = sh.sh_link;
-			d = elf_getdata(scn, NULL);
-			break;
+			g.sym = sh;
+		} else if (gelf_getshdr(scn, &sh) &&
+			   sh.sh_type == SHT_GNU_HASH) {
+			hash_link = sh.sh_link;
+			g.hash = sh;
 		}
 	}
-	if (!d || !sh.sh_entsize)
+	if (!dynsym_ndx)
 		goto out;
-	n = d->d_size / sh.sh_entsize;
-	for (i = 1; i < n && i < TLS_SYMS_MAX; i++) {
+	/* through .gnu.hash where the file has one for its .dynsym */
+	scn = elf_getscn(e, strndx);
+	if (hash_link == dynsym_ndx && g.sym.sh_entsize == sizeof(Elf64_Sym) &&
+	    scn && gelf_getshdr(scn, &g.str) &&
+	    g.str.sh_type == SHT_STRTAB) {
+		GElf_Sym s = { 0 };
+
+		hashed = 1;
+		g.fd = fd;
+		otel = tls_gnu_lookup(&g, PLABEL_OTEL_SYMBOL, &s);
+		if (otel && GELF_ST_TYPE(s.st_info) != STT_TLS)
+			otel = 0;
+		cl = tls_gnu_lookup(&g, PLABEL_CL_SYMBOL, &s);
+		if (cl && GELF_ST_TYPE(s.st_info) != STT_TLS)
+			cl = 0;
+		clver = tls_gnu_lookup(&g, PLABEL_CL_VERSION_SYMBOL, &s);
+		x->libplabel = tls_gnu_lookup(&g, "plabel_switch", &s) &&
+			       GELF_ST_TYPE(s.st_info) == STT_FUNC;
+		if (!otel && !cl)
+			goto out;
+	}
+	scn = elf_getscn(e, dynsym_ndx);
+	d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !g.sym.sh_entsize)
+		goto out;
+	n = d->d_size / g.sym.sh_entsize;
+	/* without .gnu.hash: every symbol compared */
+	for (i = 1; !hashed && i < n && i < TLS_SYMS_MAX; i++) {
 		GElf_Sym s;
 
 		if (!gelf_getsym(d, (int)i, &s))
@@ -389,20 +516,59 @@ struct tls_map {
 	char path[4096];
 };
 
+/*
+ * A number of the given base at *p, then one of the characters in end: its
+ * value, and *p past both; -1 with *p as it was when there is none.
+ */
+static int tls_map_field(const char **p, unsigned int base, const char *end,
+			 uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+	unsigned int d;
+
+	for (; *s; s++) {
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned int)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned int)(*s - 'a') + 10;
+		else
+			break;
+		if (x > (UINT64_MAX - d) / base)
+			return -1;
+		x = x * base + d;
+	}
+	if (s == *p || !*s || !strchr(end, *s))
+		return -1;
+	*v = x;
+	*p = s + 1;
+	return 0;
+}
+
+/*
+ * One line of /proc/PID/maps: "start-end perms offset major:minor inode
+ * path". Parsed by hand: sscanf() took most of the instructions of
+ * looking at a process, which happens beside the program just started.
+ */
 static int tls_parse_map(const char *line, struct tls_map *m)
 {
-	unsigned long long start, end, off, ino;
-	unsigned int maj, min;
-	char perms[5];
-	int n = 0;
+	const char *p = line;
+	uint64_t end, dev;
 
-	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
-		   perms, &off, &maj, &min, &ino, &n) < 7 || !n)
+	if (tls_map_field(&p, 16, "-", &m->start) ||
+	    tls_map_field(&p, 16, " ", &end))
 		return -1;
-	m->start = start;
-	m->offset = off;
-	m->ino = ino;
-	snprintf(m->path, sizeof(m->path), "%s", line + n);
+	p = strchr(p, ' ');	/* the permissions */
+	if (!p)
+		return -1;
+	p++;
+	if (tls_map_field(&p, 16, " ", &m->offset) ||
+	    tls_map_field(&p, 16, ":", &dev) ||
+	    tls_map_field(&p, 16, " ", &dev) ||
+	    tls_map_field(&p, 10, " \n", &m->ino))
+		return -1;
+	p += strspn(p, " ");
+	snprintf(m->path, sizeof(m->path), "%s", p);
 	m->path[strcspn(m->path, "\n")] = '\0';
 	return 0;
 }

@@ -314,6 +314,13 @@ FIXTURE_VARIANT_ADD(prog, cl_lib) {
 	.dtv = -1,
 };
 
+/* a library without .gnu.hash: its symbols compared one by one */
+FIXTURE_VARIANT_ADD(prog, otel_sysv) {
+	.name = "tlsctx_otel_sysv",
+	.format = PLABEL_TLSCTX_OTEL_V1,
+	.dtv = -1,
+};
+
 /* libplabel.so beside the test programs' directory: $(B)/lib/ */
 static const char *tl_libplabel(char *buf, size_t cap)
 {

@@ -26,6 +26,10 @@
 #   tlsctx_cl_exe        custom-labels v1, in the executable
 #   tlsctx_cl_lib        custom-labels v1, libcustomlabels_t.so linked at
 #                        start: R_X86_64_TLSDESC
+#   tlsctx_otel_sysv     OTel, libotelctx_sysv.so linked at start, as
+#                        libotelctx_desc.so but with only the SysV symbol
+#                        hash table (--hash-style=sysv): the reader
+#                        compares every symbol instead of asking .gnu.hash
 # The libraries lie beside the programs, found through $ORIGIN.
 
 TCTX_DIR	:= tests/e2e/tlsctx
@@ -37,14 +41,20 @@ TCTX_RPATH	:= -Wl,-rpath,'$$ORIGIN'
 TCTX_LIBFLAGS	= -shared -fPIC -Wl,-soname,$(@F)
 
 TCTX_LIBS	:= $(addprefix $(TCTX_OUT)/,libotelctx_desc.so \
-		   libotelctx_gd.so libotelctx_small.so libcustomlabels_t.so)
+		   libotelctx_gd.so libotelctx_small.so libcustomlabels_t.so \
+		   libotelctx_sysv.so)
 TCTX_PROGS	:= $(addprefix $(TCTX_OUT)/,tlsctx_otel_exe tlsctx_otel_desc \
 		   tlsctx_otel_gd tlsctx_otel_dlopen tlsctx_otel_dlsmall \
-		   tlsctx_cl_exe tlsctx_cl_lib)
+		   tlsctx_cl_exe tlsctx_cl_lib tlsctx_otel_sysv)
 
 $(TCTX_OUT)/libotelctx_desc.so: $(TCTX_DIR)/ctxlib.c $(TCTX_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(TCTX_CFLAGS) $(TCTX_LIBFLAGS) -mtls-dialect=gnu2 -o $@ $<
+
+$(TCTX_OUT)/libotelctx_sysv.so: $(TCTX_DIR)/ctxlib.c $(TCTX_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TCTX_CFLAGS) $(TCTX_LIBFLAGS) -mtls-dialect=gnu2 \
+		-Wl,--hash-style=sysv -o $@ $<
 
 $(TCTX_OUT)/libotelctx_gd.so: $(TCTX_DIR)/ctxlib.c $(TCTX_DEPS)
 	@mkdir -p $(@D)
@@ -82,6 +92,7 @@ endef
 $(eval $(call TCTX_LINKED,tlsctx_otel_desc,otelctx_desc))
 $(eval $(call TCTX_LINKED,tlsctx_otel_gd,otelctx_gd))
 $(eval $(call TCTX_LINKED,tlsctx_cl_lib,customlabels_t))
+$(eval $(call TCTX_LINKED,tlsctx_otel_sysv,otelctx_sysv))
 
 # tlsctx_PROG: app.c loading library LIB.so with dlopen()
 define TCTX_DLOPENED
