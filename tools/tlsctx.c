@@ -162,7 +162,8 @@ static uint32_t tls_gnu_lookup(const struct tls_gnu_hash *g, const char *name,
 	mask = (1ULL << (h % 64)) | (1ULL << ((h >> (shift % 32)) % 64));
 	if ((word & mask) != mask)
 		return 0;
-	if (tls_pread(g->fd, &i, 4, off + buckets + (uint64_t)(h % nbuckets) * 4) ||
+	if (tls_pread(g->fd, &i, 4,
+		      off + buckets + (uint64_t)(h % nbuckets) * 4) ||
 	    i < symoffset)
 		return 0;
 	for (n = 0; (uint64_t)(i - symoffset) < nchains && n < TLS_CHAIN_MAX;
