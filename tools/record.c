@@ -552,14 +552,23 @@ static void plabel_worker_finish(struct plabel_rec_state *st)
 	pthread_join(st->worker, NULL);
 }
 
-/* Queue the buffer being filled, if it holds anything. */
+/*
+ * Queue the buffer being filled, if it holds anything; an empty one goes
+ * back with the spares. At the end the collector may need a buffer to
+ * read back what it set aside, and where no other can be had (out of
+ * memory) the reading's last, empty one is it.
+ */
 static void plabel_fill_queue(struct plabel_rec_state *st)
 {
 	struct plabel_qbuf *q = st->fill;
 
-	if (!q || !q->nseg)
+	if (!q)
 		return;
 	st->fill = NULL;
+	if (!q->nseg) {
+		plabel_qbuf_put(st, q);
+		return;
+	}
 	pthread_mutex_lock(&st->qlock);
 	if (st->tail)
 		st->tail->next = q;
