@@ -84,12 +84,17 @@ static int tls_sym_is(Elf *e, size_t strndx, const GElf_Sym *s,
 	return n && !strcmp(n, name);
 }
 
-/* Read len bytes at off of fd: 0, or -1 when they are not all there. */
-static int tls_pread(int fd, void *buf, size_t len, uint64_t off)
+/*
+ * Read len bytes at addr of fd (a file, or a process's memory): 0, or a
+ * negative errno when they are not all there.
+ */
+static int tls_mem_read(int fd, uint64_t addr, void *buf, size_t len)
 {
-	ssize_t n = pread(fd, buf, len, (off_t)off);
+	ssize_t n = pread(fd, buf, len, (off_t)addr);
 
-	return n >= 0 && (size_t)n == len ? 0 : -1;
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
 }
 
 /*
@@ -112,11 +117,11 @@ static int tls_gnu_sym_is(const struct tls_gnu_hash *g, uint32_t i,
 	char buf[64];
 
 	if (len > sizeof(buf) || (uint64_t)i >= g->sym.sh_size / sizeof(sym) ||
-	    tls_pread(g->fd, &sym, sizeof(sym),
-		      g->sym.sh_offset + (uint64_t)i * sizeof(sym)) ||
+	    tls_mem_read(g->fd, g->sym.sh_offset + (uint64_t)i * sizeof(sym),
+			 &sym, sizeof(sym)) ||
 	    sym.st_shndx == SHN_UNDEF || sym.st_name >= g->str.sh_size ||
 	    g->str.sh_size - sym.st_name < len ||
-	    tls_pread(g->fd, buf, len, g->str.sh_offset + sym.st_name) ||
+	    tls_mem_read(g->fd, g->str.sh_offset + sym.st_name, buf, len) ||
 	    memcmp(buf, name, len))
 		return 0;
 	s->st_name = sym.st_name;
@@ -145,7 +150,7 @@ static uint32_t tls_gnu_lookup(const struct tls_gnu_hash *g, const char *name,
 
 	for (c = (const unsigned char *)name; *c; c++)
 		h = h * 33 + *c;
-	if (size < sizeof(hdr) || tls_pread(g->fd, hdr, sizeof(hdr), off))
+	if (size < sizeof(hdr) || tls_mem_read(g->fd, off, hdr, sizeof(hdr)))
 		return 0;
 	nbuckets = hdr[0];
 	symoffset = hdr[1];
@@ -156,20 +161,20 @@ static uint32_t tls_gnu_lookup(const struct tls_gnu_hash *g, const char *name,
 	if (!nbuckets || !nbloom || chains > size)
 		return 0;
 	nchains = (size - chains) / 4;
-	if (tls_pread(g->fd, &word, 8, off + sizeof(hdr) +
-		      (uint64_t)(h / 64 % nbloom) * 8))
+	if (tls_mem_read(g->fd, off + sizeof(hdr) +
+			 (uint64_t)(h / 64 % nbloom) * 8, &word, 8))
 		return 0;
 	mask = (1ULL << (h % 64)) | (1ULL << ((h >> (shift % 32)) % 64));
 	if ((word & mask) != mask)
 		return 0;
-	if (tls_pread(g->fd, &i, 4,
-		      off + buckets + (uint64_t)(h % nbuckets) * 4) ||
-	    i < symoffset)
+	if (tls_mem_read(g->fd, off + buckets + (uint64_t)(h % nbuckets) * 4,
+			 &i, 4) || i < symoffset)
 		return 0;
 	for (n = 0; (uint64_t)(i - symoffset) < nchains && n < TLS_CHAIN_MAX;
 	     i++, n++) {
-		if (tls_pread(g->fd, &hv, 4,
-			      off + chains + (uint64_t)(i - symoffset) * 4))
+		if (tls_mem_read(g->fd,
+				 off + chains + (uint64_t)(i - symoffset) * 4,
+				 &hv, 4))
 			return 0;
 		if ((hv | 1) == (h | 1) && tls_gnu_sym_is(g, i, name, s))
 			return i;
@@ -425,15 +430,6 @@ static int tls_elf_get(const char *path, const struct stat *want,
 		tls_elfs[tls_nelfs++] = x;
 	pthread_mutex_unlock(&tls_elf_lock);
 	return 0;
-}
-
-static int tls_mem_read(int fd, uint64_t addr, void *buf, size_t len)
-{
-	ssize_t n = pread(fd, buf, len, (off_t)addr);
-
-	if (n == (ssize_t)len)
-		return 0;
-	return n < 0 ? -errno : -EIO;
 }
 
 /* glibc's (and musl's) offset of module 1's block below the thread pointer */
