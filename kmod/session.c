@@ -288,6 +288,23 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 	e->seq = seq;
 }
 
+/*
+ * A followed process exec'ed, was created or had its executable mappings
+ * reported: a WATERMARK reader hears of it at once, for what it looks up
+ * by process (thread contexts). After the records are written; any
+ * context but NMI.
+ */
+static void plabel_session_news(struct plabel_session *s)
+{
+	if (!(s->start_flags & PLABEL_START_WATERMARK))
+		return;
+	/* after the record: a reader that sees the news finds it */
+	smp_store_release(&s->news, true);
+	/* wq_has_sleeper()'s barrier orders the store before its look */
+	if (wq_has_sleeper(&s->wq))
+		irq_work_queue(&s->wake_work);
+}
+
 static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
 			     u64 time_ns, struct vm_area_struct *vma,
 			     const char *path, u32 path_len)
@@ -358,9 +375,10 @@ static size_t plabel_task_root(struct plabel_session *s,
 /*
  * Process context: MMAP records for each executable file mapping of mm,
  * stamped with the time of the record that queued the walk: the image
- * that record ran in, even when the process has exec'ed since.
+ * that record ran in, even when the process has exec'ed since. Returns
+ * whether there were any.
  */
-static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
+static bool plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 			   struct task_struct *task, pid_t tgid, u64 time_ns)
 {
 	struct vm_area_struct *vma;
@@ -391,19 +409,22 @@ static void plabel_scan_mm(struct plabel_session *s, struct mm_struct *mm,
 	}
 	mmap_read_unlock(mm);
 	this_cpu_inc(plabel_stats.mm_scans);
+	return maps;
 }
 
 /*
  * Whether mm was walked less than PLABEL_SCAN_GAP_MS ago (for the same
- * process and exec generation); if not, note that it is walked now. A
- * process that keeps changing its executable mappings is walked at that
- * rate at most, however often its samples ask. Process context, one caller
- * at a time.
+ * process and exec generation); if not, note that it is walked now, and
+ * in *news whether its executable mappings may have changed since the
+ * last walk (a first walk, or another mm->exec_vm). A process that keeps
+ * changing its executable mappings is walked at that rate at most,
+ * however often its samples ask. Process context, one caller at a time.
  */
 static bool plabel_scan_too_soon(struct plabel_session *s,
-				 struct mm_struct *mm, pid_t tgid)
+				 struct mm_struct *mm, pid_t tgid, bool *news)
 {
 	u64 now = ktime_get_ns(), gap = PLABEL_SCAN_GAP_MS * NSEC_PER_MSEC;
+	unsigned long exec_vm = READ_ONCE(mm->exec_vm);
 	u32 seq = atomic_read(&s->exec_seq);
 	struct plabel_scan_hist *h, *oldest = &s->scan_hist[0];
 	unsigned int i;
@@ -414,6 +435,8 @@ static bool plabel_scan_too_soon(struct plabel_session *s,
 			if (now - h->when < gap)
 				return true;
 			h->when = now;
+			*news = h->exec_vm != exec_vm;
+			h->exec_vm = exec_vm;
 			return false;
 		}
 		if (h->when < oldest->when)
@@ -421,7 +444,9 @@ static bool plabel_scan_too_soon(struct plabel_session *s,
 	}
 	*oldest = (struct plabel_scan_hist) {
 		.mm = mm, .tgid = tgid, .seq = seq, .when = now,
+		.exec_vm = exec_vm,
 	};
+	*news = true;
 	return false;
 }
 
@@ -438,6 +463,7 @@ static void plabel_scan_pending(struct plabel_session *s, bool budget)
 	s64 pay = PLABEL_SCAN_BUDGET_US * NSEC_PER_USEC;
 	u64 t0 = ktime_get_ns(), t;
 	unsigned int n, cpu, i;
+	bool news = false;
 
 	if (budget) {
 		/* no saving up beyond one tick's budget */
@@ -465,16 +491,18 @@ static void plabel_scan_pending(struct plabel_session *s, bool budget)
 				s->scan_cpu = cpu;
 				goto out;
 			}
-			if (budget && plabel_scan_too_soon(s, mm, e->tgid))
+			if (budget &&
+			    plabel_scan_too_soon(s, mm, e->tgid, &news))
 				continue;
 			/*
 			 * A session owner that exits releases its file after
 			 * exit_fs(): d_path() needs current->fs, and no one
 			 * reads this session's records any more.
 			 */
-			if (current->fs)
-				plabel_scan_mm(s, mm, e->task, e->tgid,
-					       e->time_ns);
+			if (current->fs &&
+			    plabel_scan_mm(s, mm, e->task, e->tgid,
+					   e->time_ns) && news)
+				plabel_session_news(s);
 			mmput(mm);
 			put_task_struct(e->task);
 			/* done with the slot: pairs with the acquire in note_mm */
@@ -500,6 +528,30 @@ static bool plabel_session_has_data(struct plabel_session *s)
 		struct plabel_ring *r = &s->cpu[cpu]->ring;
 
 		if (!plabel_ring_empty(r) ||
+		    READ_ONCE(r->lost) != r->lost_seen ||
+		    READ_ONCE(r->lost_periods) != r->lost_periods_seen)
+			return true;
+	}
+	return atomic64_read(&s->lost_maps) != s->lost_maps_seen ||
+	       atomic64_read(&s->lost_procs) != s->lost_procs_seen;
+}
+
+/*
+ * Whether a reader has something to read now: any record, or with
+ * PLABEL_START_WATERMARK a ring half full, a loss or news of a process.
+ */
+static bool plabel_session_ready(struct plabel_session *s)
+{
+	unsigned int cpu;
+
+	if (!(s->start_flags & PLABEL_START_WATERMARK))
+		return plabel_session_has_data(s);
+	if (!s->stream_sent || READ_ONCE(s->news))
+		return true;
+	for_each_possible_cpu(cpu) {
+		struct plabel_ring *r = &s->cpu[cpu]->ring;
+
+		if (r->head - READ_ONCE(r->tail) >= r->size / 2 ||
 		    READ_ONCE(r->lost) != r->lost_seen ||
 		    READ_ONCE(r->lost_periods) != r->lost_periods_seen)
 			return true;
@@ -545,7 +597,7 @@ static void plabel_tick_fn(struct work_struct *work)
 	plabel_scan_pending(s, true);
 	if (++s->ticks >= PLABEL_WAKE_TICKS) {
 		s->ticks = 0;
-		if (wq_has_sleeper(&s->wq) && plabel_session_has_data(s))
+		if (wq_has_sleeper(&s->wq) && plabel_session_ready(s))
 			wake_up_interruptible(&s->wq);
 	}
 	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
@@ -576,6 +628,8 @@ bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 			plabel_sample_thread(s, child, clone_flags, set,
 					     stack_top);
 			local_irq_restore(flags);
+			if (!(clone_flags & CLONE_THREAD))
+				plabel_session_news(s);
 		}
 		if (plabel_session_wants(s, child->tgid))
 			wants = true;
@@ -623,6 +677,7 @@ void plabel_session_on_exec(void)
 			continue;
 		atomic_inc(&s->exec_seq);
 		plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
+		plabel_session_news(s);
 	}
 	rcu_read_unlock();
 }
@@ -818,7 +873,8 @@ static int plabel_session_args(struct plabel_session *s,
 {
 	u32 v;
 
-	if (a->flags || a->pad || a->pad2 || a->target > PLABEL_TARGET_TREE ||
+	if ((a->flags & ~PLABEL_START_WATERMARK) || a->pad || a->pad2 ||
+	    a->target > PLABEL_TARGET_TREE ||
 	    a->callchain > PLABEL_CALLCHAIN_DWARF ||
 	    (a->record & ~(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
 			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_OFFCPU |
@@ -838,6 +894,7 @@ static int plabel_session_args(struct plabel_session *s,
 		return -EINVAL;
 
 	s->target = a->target;
+	s->start_flags = a->flags;
 	s->callchain = a->callchain;
 	s->record = a->record ?: PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS;
 	v = a->sample_hz ?: READ_ONCE(plabel_sample_hz);
@@ -1185,9 +1242,13 @@ static int plabel_copy_sync(char __user *buf, size_t len, size_t *done,
 	return err;
 }
 
-/* Copy whole records; under read_lock. */
-static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
-				   size_t len)
+/*
+ * Copy whole records; under read_lock. *all: whether every ring was
+ * drained (else buf filled up, or an error ended the copy).
+ */
+static ssize_t plabel_session_copy_all(struct plabel_session *s,
+				       char __user *buf, size_t len,
+				       bool *all)
 {
 	/* before the rings are looked at: pairs with plabel_sync_fn() */
 	u64 synced = smp_load_acquire(&s->synced_ns);
@@ -1196,6 +1257,7 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 	ssize_t ret;
 	int err;
 
+	*all = false;
 	if (!s->stream_sent) {
 		err = plabel_copy_rec(buf, len, &done, &s->stream,
 				      sizeof(s->stream));
@@ -1251,7 +1313,26 @@ static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
 			return done ? done : err;
 	}
 	s->next_cpu = cpu;
+	*all = n == nr_cpu_ids;
 	return done;
+}
+
+static ssize_t plabel_session_copy(struct plabel_session *s, char __user *buf,
+				   size_t len)
+{
+	bool news = READ_ONCE(s->news), all;
+	ssize_t ret;
+
+	/* what is written from here on is news again */
+	if (news) {
+		WRITE_ONCE(s->news, false);
+		smp_mb();
+	}
+	ret = plabel_session_copy_all(s, buf, len, &all);
+	/* the news may be in what is left */
+	if (news && !all)
+		WRITE_ONCE(s->news, true);
+	return ret;
 }
 
 ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
@@ -1278,7 +1359,7 @@ ssize_t plabel_session_read(struct plabel_file *pf, struct file *file,
 			return ret;
 		if (file->f_flags & O_NONBLOCK)
 			return -EAGAIN;
-		if (wait_event_interruptible(s->wq, plabel_session_has_data(s) ||
+		if (wait_event_interruptible(s->wq, plabel_session_ready(s) ||
 					     plabel_session_stopped(s)))
 			return -ERESTARTSYS;
 	}
@@ -1294,7 +1375,7 @@ __poll_t plabel_session_poll(struct plabel_file *pf, struct file *file,
 	if (!s || !plabel_perfmon_now())
 		return EPOLLERR;
 	poll_wait(file, &s->wq, wait);
-	if (plabel_session_has_data(s))
+	if (plabel_session_ready(s))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (plabel_session_stopped(s))
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLHUP;

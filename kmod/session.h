@@ -124,6 +124,7 @@ struct plabel_scan_hist {
 	pid_t tgid;
 	u32 seq;
 	u64 when;
+	unsigned long exec_vm;	/* mm->exec_vm at that walk */
 };
 
 /* A thread off its CPU, in its session's table (offcpu.c). */
@@ -175,6 +176,8 @@ struct plabel_session {
 	int state;		/* enum plabel_session_state */
 	struct plabel_rec_stream stream;
 	bool stream_sent;	/* under read_lock */
+	u32 start_flags;	/* PLABEL_START_*, fixed */
+	bool news;		/* WATERMARK: an EXEC or new process to read */
 	unsigned int next_cpu;	/* under read_lock */
 	struct mutex read_lock;
 	wait_queue_head_t wq;

@@ -159,9 +159,20 @@ enum plabel_callchain {
  * this file ran one before. Zero fields take the sysctl
  * defaults.
  */
+/*
+ * Session start flags. PLABEL_START_WATERMARK: poll() and a blocking
+ * read() find records ready only when a CPU's ring is half full, records
+ * were lost, a followed process exec'ed or was created (EXEC, or THREAD
+ * with PLABEL_THREAD_PROCESS), or the session stopped; otherwise as soon
+ * as there is any record. A reader that keeps what it reads until the
+ * end reads rarely so, as perf's wakeup watermark does; O_NONBLOCK read()
+ * returns what there is at any time.
+ */
+#define PLABEL_START_WATERMARK	(1U << 0)
+
 struct plabel_session_start_args {
 	__u32 size;
-	__u32 flags;		/* must be 0 */
+	__u32 flags;		/* PLABEL_START_* */
 	__u32 target;		/* enum plabel_target */
 	__u32 callchain;	/* enum plabel_callchain */
 	__u32 sample_hz;	/* 0: kernel.plabel.sample_hz */

@@ -5,6 +5,7 @@
  * read()/poll() semantics, teardown on close, and lost-record accounting
  * when the reader does not keep up (or never reads).
  */
+#include <dlfcn.h>
 #include <poll.h>
 #include <sched.h>
 #include <pthread.h>
@@ -150,7 +151,7 @@ TEST(bad_arguments)
 		stmt;							\
 		EXPECT_EQ(expect, su_start(fd, &a)) TH_LOG(#stmt);	\
 	} while (0)
-	BAD(-EINVAL, a.flags = 1);
+	BAD(-EINVAL, a.flags = 2);
 	BAD(-EINVAL, a.pad = 1);
 	BAD(-EINVAL, a.target = 3);
 	BAD(-EINVAL, a.callchain = 3);
@@ -230,6 +231,141 @@ TEST(read_poll_and_eof)
 	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
 	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
 	su_stream_free(&st);
+	close(fd);
+}
+
+/*
+ * Read what there is (non-blocking); whether an EXEC record was in it,
+ * or with lib an MMAP record of a path containing lib.
+ */
+static int read_all_news(int fd, char *buf, size_t cap, const char *lib)
+{
+	int exec = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, cap)) > 0) {
+		size_t pos = 0;
+
+		while (pos + sizeof(struct plabel_rec_header) <= (size_t)n) {
+			struct plabel_rec_header *h = (void *)(buf + pos);
+
+			if (h->size < sizeof(*h) || h->size > n - pos)
+				break;
+			if (!lib)
+				exec |= h->type == PLABEL_REC_EXEC;
+			else if (h->type == PLABEL_REC_MMAP)
+				exec |= !!memmem(buf + pos +
+						 sizeof(struct plabel_rec_mmap),
+						 h->size -
+						 sizeof(struct plabel_rec_mmap),
+						 lib, strlen(lib));
+			pos += h->size;
+		}
+	}
+	return exec;
+}
+
+/*
+ * PLABEL_START_WATERMARK: poll() reports records only once a ring is half
+ * full, at news of a process (a fork, an exec, new executable mappings)
+ * and at the stop; the records are there for a non-blocking read() all
+ * the same.
+ */
+TEST(watermark_poll)
+{
+	static char buf[1 << 20];
+	struct plabel_session_start_args a;
+	int32_t me = getpid();
+	long long ring_kb;
+	struct pollfd p;
+	void *lib;
+	size_t got = 0;
+	uint64_t t0;
+	ssize_t n;
+	pid_t pid;
+	int fd, status, i;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, fd);
+	p.fd = fd;
+	p.events = POLLIN;
+	su_args_init(&a);
+	a.flags = PLABEL_START_WATERMARK;
+	a.target = PLABEL_TARGET_TREE;
+	a.pids = (uintptr_t)&me;
+	a.npids = 1;
+	a.callchain = PLABEL_CALLCHAIN_FP;
+	a.sample_hz = 999;
+	ASSERT_EQ(0, su_start(fd, &a));
+	/* the stream record at once */
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	read_all_news(fd, buf, sizeof(buf), NULL);
+	/* the first walk of this process's mappings is news */
+	su_burn_cpu(100000000);
+	EXPECT_EQ(1, poll(&p, 1, 1000));
+	read_all_news(fd, buf, sizeof(buf), NULL);
+	/* some 100 samples more, far from half a ring: nothing to wake for */
+	su_burn_cpu(100000000);
+	EXPECT_EQ(0, poll(&p, 1, 1500));
+	EXPECT_LT(0, read(fd, buf, sizeof(buf)));
+	read_all_news(fd, buf, sizeof(buf), NULL);
+	/* a library loaded is, once a sample has the walk see it */
+	lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(NULL, lib) TH_LOG("%s", dlerror());
+	su_burn_cpu(300000000);
+	EXPECT_EQ(1, poll(&p, 1, 1000));
+	EXPECT_EQ(1, read_all_news(fd, buf, sizeof(buf), "libz"));
+	/* a process exec'ing is news, however few the records */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	t0 = su_now_ns();
+	EXPECT_EQ(1, poll(&p, 1, 3000));
+	EXPECT_GT(500000000ULL, su_now_ns() - t0);
+	EXPECT_EQ(1, read_all_news(fd, buf, sizeof(buf), NULL));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	ASSERT_EQ(0, su_stop(fd));
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_TRUE(p.revents & POLLHUP);
+	close(fd);
+	dlclose(lib);
+
+	/* dwarf snapshots fill half a ring soon: then it is ready */
+	ring_kb = su_read_num(SU_SYSCTL "ring_kb");
+	ASSERT_LT(0, ring_kb);
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, fd);
+	p.fd = fd;
+	su_args_init(&a);
+	a.flags = PLABEL_START_WATERMARK;
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&me;
+	a.npids = 1;
+	a.callchain = PLABEL_CALLCHAIN_DWARF;
+	a.stack_size = 16384;
+	a.sample_hz = 999;
+	ASSERT_EQ(0, su_start(fd, &a));
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	read_all_news(fd, buf, sizeof(buf), NULL);
+	/* the news of this session's first walk of the mappings first */
+	su_burn_cpu(50000000);
+	EXPECT_EQ(1, poll(&p, 1, 1000));
+	read_all_news(fd, buf, sizeof(buf), NULL);
+	for (i = 0; i < 200 && !poll(&p, 1, 0); i++)
+		su_burn_cpu(20000000);
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	/* and not before: what waited was half a ring at least */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		got += (size_t)n;
+	EXPECT_LE((size_t)ring_kb * 1024 / 2, got);
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	ASSERT_EQ(0, su_stop(fd));
 	close(fd);
 }
 
