@@ -86,10 +86,16 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 {
 	unsigned long fp = uregs->bp, next;
 	u64 batch[PLABEL_FP_BATCH], ret, frame[2];
-	u32 nb = 1;
+	/* the addresses straight into the ring, where max of them fit */
+	u64 *dst = plabel_wr_place(w, w->len, max * sizeof(u64));
+	u32 nb = 1, cap = PLABEL_FP_BATCH;
 	u16 n = 1;
 
-	batch[0] = uregs->ip;
+	if (dst)
+		cap = max;
+	else
+		dst = batch;
+	dst[0] = uregs->ip;
 	/*
 	 * current's mm is the loaded one: this runs in its process context
 	 * or interrupts it, never inside switch_mm (interrupts off there).
@@ -115,11 +121,11 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 		    __get_user(next, (unsigned long __user *)fp) ||
 		    __get_user(ret, (u64 __user *)(fp + 8)) || !ret)
 			break;
-		if (nb == PLABEL_FP_BATCH) {
+		if (nb == cap) {
 			plabel_wr_put(w, batch, sizeof(batch));
 			nb = 0;
 		}
-		batch[nb++] = ret;
+		dst[nb++] = ret;
 		n++;
 		if (next <= fp)
 			break;
@@ -127,7 +133,10 @@ static u16 plabel_user_fp_chain(struct plabel_wr *w, struct pt_regs *uregs,
 	}
 	pagefault_enable();
 out:
-	plabel_wr_put(w, batch, nb * sizeof(u64));
+	if (dst == batch)
+		plabel_wr_put(w, batch, nb * sizeof(u64));
+	else
+		plabel_wr_skip(w, nb * sizeof(u64));
 	return n;
 }
 
@@ -252,11 +261,15 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 	u32 snap_size = 0;
 	bool snap = plabel_snap_size(s, rec->hdr.type, &snap_size);
 	const struct plabel_tlsctx *tlsctx = NULL;
+	struct plabel_rec_sample *place;
 	struct plabel_wr w;
 	u32 ctx_room = 0;
 
-	/* room for a thread context only where the process has one */
-	if (uregs)
+	/*
+	 * room for a thread context only where the process has one; no
+	 * call at all in a session where none has
+	 */
+	if (uregs && READ_ONCE(s->tlsctx))
 		tlsctx = plabel_tlsctx_lookup(s, &ctx_room);
 	if (!plabel_wr_begin(&w, r, plabel_chain_max(s, kernel, snap,
 						     snap_size) + extra_len +
@@ -327,8 +340,13 @@ static bool plabel_emit_chain(struct plabel_session *s, struct plabel_ring *r,
 		rec->flags |= PLABEL_SAMPLE_REGS;
 	}
 	/* the thread context a program publishes, after all that */
-	plabel_tlsctx_emit(tlsctx, &w, &rec->flags);
-	plabel_wr_patch(&w, 0, rec, sizeof(*rec));
+	if (tlsctx)
+		plabel_tlsctx_emit(tlsctx, &w, &rec->flags);
+	place = plabel_wr_place(&w, 0, sizeof(*rec));
+	if (place)
+		*place = *rec;
+	else
+		plabel_wr_patch(&w, 0, rec, sizeof(*rec));
 	plabel_wr_commit(&w);
 	if (wp)
 		*wp = w;

@@ -234,6 +234,23 @@ void plabel_wr_skip(struct plabel_wr *w, u32 len);
 u32 plabel_wr_put_user(struct plabel_wr *w, unsigned long uaddr, u32 len);
 void plabel_wr_patch(struct plabel_wr *w, u32 off, const void *src, u32 len);
 void plabel_wr_commit(struct plabel_wr *w);
+
+/*
+ * Where bytes [off, off + len) of the record being written lie in the
+ * ring, when in one piece (not across the ring's end) and within the
+ * room reserved; NULL if not. For writing in place what a put or a patch
+ * would copy: in the handler, fewer instructions than a memcpy(), which
+ * on x86 moves a byte a step (rep movsb).
+ */
+static inline void *plabel_wr_place(struct plabel_wr *w, u32 off, u32 len)
+{
+	struct plabel_ring *r = w->ring;
+	u32 at = (w->start + off) & (r->size - 1);
+
+	if (off > w->max || len > w->max - off || len > r->size - at)
+		return NULL;
+	return r->data + at;
+}
 /* consumer side, under read_lock */
 bool plabel_ring_empty(struct plabel_ring *r);
 ssize_t plabel_ring_copy_out(struct plabel_ring *r, char __user *buf,
