@@ -1384,6 +1384,14 @@ static int plabel_record_run(int argc, char **argv,
 	so.heap_bytes = heap;
 	so.record = record;
 	so.offcpu_min_us = min_us;
+	/*
+	 * CMD and what it starts: the reader keeps the records to the end,
+	 * so it need not read them before a ring is half full (but for news
+	 * of processes, which the thread-context look wants at once). The
+	 * program gets the CPU time reading would take.
+	 */
+	if (so.target == PLABEL_TARGET_TREE)
+		so.flags = PLABEL_START_WATERMARK;
 	ret = plabel_session_start(st.fd, &so);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",

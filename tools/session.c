@@ -107,5 +107,12 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 		sa.pids = (uintptr_t)o->pids;
 		sa.npids = o->npids;
 	}
+	sa.flags = o->flags;
+	if (!ioctl(fd, PLABEL_IOC_SESSION_START, &sa))
+		return 0;
+	/* a module without the flags: records are read sooner, that is all */
+	if (errno != EINVAL || !sa.flags)
+		return -errno;
+	sa.flags = 0;
 	return ioctl(fd, PLABEL_IOC_SESSION_START, &sa) ? -errno : 0;
 }

@@ -36,6 +36,7 @@ struct plabel_session_opts {
 	uint32_t record;	/* PLABEL_RECORD_* of the optional kinds asked */
 	uint32_t offcpu_min_us;	/* 0: the sysctl's default */
 	uint64_t heap_bytes;	/* heap records at this interval; 0: none */
+	uint32_t flags;		/* PLABEL_START_*, dropped if not known */
 };
 
 /*
