@@ -1405,6 +1405,9 @@ static int plabel_record_run(int argc, char **argv,
 		plabel_collect_set_tctx(st.col, st.tctx);
 		for (i = 0; watch && i < npids; i++)
 			plabel_tctx_watch(st.tctx, (uint32_t)pids[i]);
+		/* its look, once it runs, need not read the program file */
+		if (cmd)
+			plabel_tls_prewarm_cmd(cmd[0]);
 	}
 	ret = plabel_worker_start(&st);
 	if (ret) {
@@ -1431,7 +1434,7 @@ static int plabel_record_run(int argc, char **argv,
 		close(pipefd[1]);
 		pipefd[1] = -1;
 		if (st.tctx)
-			plabel_tctx_watch(st.tctx, (uint32_t)child);
+			plabel_tctx_watch_exec(st.tctx, (uint32_t)child);
 	}
 	/* readable when the process ends: poll() needs no signal for that */
 	for (i = 0; watch && i < npids; i++) {

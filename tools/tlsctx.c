@@ -14,6 +14,7 @@
  * the dynamic linker wrote into the GOT entry of that relocation, read
  * through /proc/PID/mem.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -42,6 +44,8 @@
 #define TLS_FILE_MAX		(512ULL << 20)
 /* Symbols of one .dynsym read, at most. */
 #define TLS_SYMS_MAX		(1U << 22)
+/* Files whose answers are kept, at most: past it, they start again. */
+#define TLS_ELFS_MAX		4096
 /* Entries of one .gnu.hash chain read, at most (real ones hold a few). */
 #define TLS_CHAIN_MAX		1024
 /* The largest process context payload read. */
@@ -426,6 +430,8 @@ static int tls_elf_get(const char *path, const struct stat *want,
 	close(fd);
 	*out = x;
 	pthread_mutex_lock(&tls_elf_lock);
+	if (tls_nelfs >= TLS_ELFS_MAX)
+		tls_nelfs = 0;
 	if (!plabel_grow(&tls_elfs, &tls_elfs_cap, tls_nelfs, sizeof(x)))
 		tls_elfs[tls_nelfs++] = x;
 	pthread_mutex_unlock(&tls_elf_lock);
@@ -510,112 +516,182 @@ static int tls_loc_sane(const struct plabel_tls_loc *loc)
 /* One line of /proc/PID/maps. */
 struct tls_map {
 	uint64_t start, offset, ino;
+	size_t path_len;
 	char path[4096];
 };
 
 /*
- * A number of the given base at *p, then one of the characters in end: its
- * value, and *p past both; -1 with *p as it was when there is none.
+ * A number of the given base at *p, then end (or, for a space, the line's
+ * end): its value, and *p past both; -1 with *p as it was when there is
+ * none.
  */
-static int tls_map_field(const char **p, unsigned int base, const char *end,
+static int tls_map_field(const char **p, unsigned int base, char end,
 			 uint64_t *v)
 {
 	const char *s = *p;
 	uint64_t x = 0;
 	unsigned int d;
 
-	for (; *s; s++) {
+	for (;; s++) {
 		if (*s >= '0' && *s <= '9')
 			d = (unsigned int)(*s - '0');
 		else if (base == 16 && *s >= 'a' && *s <= 'f')
 			d = (unsigned int)(*s - 'a') + 10;
 		else
 			break;
-		if (x > (UINT64_MAX - d) / base)
+		if (__builtin_mul_overflow(x, base, &x) ||
+		    __builtin_add_overflow(x, d, &x))
 			return -1;
-		x = x * base + d;
 	}
-	if (s == *p || !*s || !strchr(end, *s))
+	if (s == *p || (*s != end && !(end == ' ' && *s == '\n')))
 		return -1;
 	*v = x;
 	*p = s + 1;
 	return 0;
 }
 
+/* *p past the next space; -1 when the line has none. */
+static int tls_map_skip(const char **p)
+{
+	const char *s = strchr(*p, ' ');
+
+	if (!s)
+		return -1;
+	*p = s + 1;
+	return 0;
+}
+
 /*
  * One line of /proc/PID/maps: "start-end perms offset major:minor inode
- * path". Parsed by hand: sscanf() took most of the instructions of
- * looking at a process, which happens beside the program just started.
+ * path", parsed by hand (sscanf() took most of the instructions of a
+ * look), and only as far as it needs to be. 0 for a file mapped from
+ * offset 0, the one a look reads; 1 for any other line, whose path is not
+ * copied; -1 for one it cannot read.
  */
 static int tls_parse_map(const char *line, struct tls_map *m)
 {
 	const char *p = line;
-	uint64_t end, dev;
+	size_t len;
 
-	if (tls_map_field(&p, 16, "-", &m->start) ||
-	    tls_map_field(&p, 16, " ", &end))
+	/* start, then past the end and the permissions */
+	if (tls_map_field(&p, 16, '-', &m->start) || tls_map_skip(&p) ||
+	    tls_map_skip(&p) || tls_map_field(&p, 16, ' ', &m->offset))
 		return -1;
-	p = strchr(p, ' ');	/* the permissions */
-	if (!p)
+	if (m->offset)
+		return 1;
+	/* past the device */
+	if (tls_map_skip(&p) || tls_map_field(&p, 10, ' ', &m->ino))
 		return -1;
-	p++;
-	if (tls_map_field(&p, 16, " ", &m->offset) ||
-	    tls_map_field(&p, 16, ":", &dev) ||
-	    tls_map_field(&p, 16, " ", &dev) ||
-	    tls_map_field(&p, 10, " \n", &m->ino))
-		return -1;
+	if (!m->ino)
+		return 1;
 	p += strspn(p, " ");
-	snprintf(m->path, sizeof(m->path), "%s", p);
-	m->path[strcspn(m->path, "\n")] = '\0';
+	len = strcspn(p, "\n");
+	if (*p != '/' || len >= sizeof(m->path))
+		return 1;
+	memcpy(m->path, p, len);
+	m->path[len] = '\0';
+	m->path_len = len;
 	return 0;
 }
 
-int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
+/* FNV-1a of a mapping's path, as plabel_tls_seen holds them. */
+uint64_t plabel_tls_path_hash(const char *path, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len && path[i]; i++)
+		h = (h ^ (uint8_t)path[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The reader's own executable, which a child shows until its exec. */
+static pthread_once_t tls_self_once = PTHREAD_ONCE_INIT;
+static struct stat tls_self;
+static int tls_have_self;
+
+static void tls_self_init(void)
+{
+	tls_have_self = !stat("/proc/self/exe", &tls_self);
+}
+
+/* "/proc/PID/" and rest into buf (of size cap): its length, 0 if too long. */
+static size_t tls_proc_path(char *buf, size_t cap, pid_t pid,
+			    const char *rest, size_t rest_len)
+{
+	char num[16];
+	size_t n = 0, len;
+	unsigned int v = (unsigned int)pid;
+
+	do
+		num[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(num));
+	len = 6 + n + 1 + rest_len;
+	if (len >= cap)
+		return 0;
+	memcpy(buf, "/proc/", 6);
+	for (len = 6; n; )
+		buf[len++] = num[--n];
+	buf[len++] = '/';
+	memcpy(buf + len, rest, rest_len);
+	len += rest_len;
+	buf[len] = '\0';
+	return len;
+}
+
+/* plabel_tls_locate(); seen, when not NULL, gets the files looked at. */
+static int tls_look(pid_t pid, struct plabel_tls_loc *loc,
+		    struct plabel_tls_seen *seen)
 {
 	struct stat exe;
 	char path[64], *line = NULL;
-	size_t cap = 0, seen = 0;
+	size_t cap = 0, files = 0, len;
 	int mem = -1, ret = -ENOENT, have_exe;
 	struct tls_map *m;
 	FILE *f;
 
+	if (seen)
+		seen->n = 0;
 	m = malloc(sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	tls_proc_path(path, sizeof(path), pid, "exe", 3);
 	have_exe = !stat(path, &exe);
 	/* a child of this reader that has not exec'ed its command yet */
-	if (have_exe && pid != getpid()) {
-		struct stat self;
-
-		if (!stat("/proc/self/exe", &self) &&
-		    self.st_dev == exe.st_dev && self.st_ino == exe.st_ino) {
-			ret = -EAGAIN;
-			goto out_free;
-		}
+	pthread_once(&tls_self_once, tls_self_init);
+	if (have_exe && pid != getpid() && tls_have_self &&
+	    tls_self.st_dev == exe.st_dev && tls_self.st_ino == exe.st_ino) {
+		ret = -EAGAIN;
+		goto out_free;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	tls_proc_path(path, sizeof(path), pid, "maps", 4);
 	f = fopen(path, "re");
 	if (!f) {
 		ret = errno == ENOENT ? -ESRCH : -errno;
 		goto out_free;
 	}
-	while (getline(&line, &cap, f) > 0 && seen < TLS_MAPS_MAX) {
+	/* proc's block size is 1 KiB: a read() for every few lines */
+	setvbuf(f, NULL, _IOFBF, 16384);
+	while (getline(&line, &cap, f) > 0 && files < TLS_MAPS_MAX) {
 		struct tls_elf x;
 		char file[4200];
 		struct stat st;
 		int is_exe;
 
-		if (tls_parse_map(line, m) || m->offset || m->path[0] != '/' ||
-		    !m->ino)
+		if (tls_parse_map(line, m))
 			continue;
-		seen++;
+		files++;
+		if (seen && seen->n < PLABEL_TLS_SEEN_MAX)
+			seen->hash[seen->n++] =
+				plabel_tls_path_hash(m->path, m->path_len);
 		/*
 		 * The file as the process sees it, if it is the same one; a
 		 * regular file only (opening a device may do something).
 		 */
-		snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid,
-			 m->path);
+		len = tls_proc_path(file, sizeof(file), pid, "root", 4);
+		if (!len || len + m->path_len >= sizeof(file))
+			continue;
+		memcpy(file + len, m->path, m->path_len + 1);
 		if (stat(file, &st) || !S_ISREG(st.st_mode) ||
 		    st.st_ino != m->ino ||
 		    (uint64_t)st.st_size > TLS_FILE_MAX ||
@@ -638,8 +714,8 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 			loc->offset = (int64_t)x.sym_value - (int64_t)block;
 		} else {
 			if (mem < 0) {
-				snprintf(path, sizeof(path), "/proc/%d/mem",
-					 (int)pid);
+				tls_proc_path(path, sizeof(path), pid, "mem",
+					      3);
 				mem = open(path, O_RDONLY | O_CLOEXEC);
 				if (mem < 0) {
 					ret = -errno;
@@ -662,6 +738,73 @@ int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
 out_free:
 	free(m);
 	return ret;
+}
+
+int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc)
+{
+	return tls_look(pid, loc, NULL);
+}
+
+int plabel_tls_locate_seen(pid_t pid, struct plabel_tls_loc *loc,
+			   struct plabel_tls_seen *seen)
+{
+	return tls_look(pid, loc, seen);
+}
+
+/* Whether path is a regular file, then read it into the cache. */
+static int tls_prewarm_path(const char *path)
+{
+	struct tls_elf x;
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if ((uint64_t)st.st_size <= TLS_FILE_MAX)
+		tls_elf_get(path, &st, &x);
+	return 1;
+}
+
+void plabel_tls_prewarm_self(void)
+{
+	unsigned long base = getauxval(AT_BASE);
+	Dl_info info;
+
+	/* the C library and the dynamic linker, which every program maps */
+	if (dladdr((void *)(uintptr_t)getpid, &info) && info.dli_fname &&
+	    info.dli_fname[0] == '/')
+		tls_prewarm_path(info.dli_fname);
+	if (base && dladdr((void *)base, &info) && info.dli_fname &&
+	    info.dli_fname[0] == '/')
+		tls_prewarm_path(info.dli_fname);
+}
+
+void plabel_tls_prewarm_cmd(const char *name)
+{
+	const char *dirs = getenv("PATH"), *d, *e;
+	char path[4096];
+	size_t dl, nl = strlen(name);
+
+	if (strchr(name, '/')) {
+		if (!access(name, X_OK))
+			tls_prewarm_path(name);
+		return;
+	}
+	/* the search execvp() makes, with its default */
+	for (d = dirs && *dirs ? dirs : "/bin:/usr/bin"; ; d = e + 1) {
+		e = strchrnul(d, ':');
+		dl = (size_t)(e - d);
+		if (dl + 1 + nl < sizeof(path)) {
+			memcpy(path, d, dl);
+			if (!dl)
+				path[dl++] = '.';
+			path[dl] = '/';
+			memcpy(path + dl + 1, name, nl + 1);
+			if (!access(path, X_OK) && tls_prewarm_path(path))
+				return;
+		}
+		if (!*e)
+			return;
+	}
 }
 
 uint64_t plabel_tls_addr(int mem_fd, const struct plabel_tls_loc *loc,
@@ -1103,8 +1246,12 @@ enum tctx_state {
 #define TCTX_TRIES		12
 #define TCTX_RETRY_NS		20000000ULL	/* doubling from 20 ms */
 #define TCTX_KEYMAP_NS		1000000000ULL	/* key map rechecked */
-#define TCTX_MAPS_SEEN		64	/* mappings kept per process */
-#define TCTX_AGAIN_NS		1000000000ULL	/* a process looked at again */
+#define TCTX_MAPS_SEEN		PLABEL_TLS_SEEN_MAX	/* paths kept */
+/*
+ * From an exec or a new library to the look: time for the dynamic linker
+ * to map and relocate the rest, so that one look sees them all.
+ */
+#define TCTX_LOAD_NS		20000000ULL
 
 struct tctx_proc {
 	uint32_t pid;		/* first: plabel_itab_u32() */
@@ -1114,11 +1261,15 @@ struct tctx_proc {
 	uint32_t format;
 	unsigned int tries, km_tries;
 	uint64_t next_ns;	/* MARKED: when to look */
-	uint64_t looked_ns;	/* when last found to publish nothing */
+	uint64_t look_ns;	/* when the last look that settled began */
+	uint64_t exec_ns;	/* of the latest EXEC record read */
 	uint64_t km_next_ns;	/* OTel: when to read the key map */
 	struct plabel_otel_keymap km;
 	int have_km;
-	/* mappings the kernel reported (hashes), the last TCTX_MAPS_SEEN */
+	/*
+	 * Paths of files (hashes) the last look went through or the kernel
+	 * reported since, the last TCTX_MAPS_SEEN
+	 */
 	uint64_t seen[TCTX_MAPS_SEEN];
 	unsigned int nseen;
 };
@@ -1190,8 +1341,9 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 	if (p->state == TCTX_MARKED || p->state == TCTX_REGISTERED ||
 	    p->state == TCTX_FAILED || (p->state == TCTX_GONE && !image))
 		return;
-	/* one that published nothing: again, but not at once */
-	p->next_ns = p->state == TCTX_NONE ? p->looked_ns + TCTX_AGAIN_NS : 0;
+	/* a new image, or more of one that published nothing: loaded first */
+	p->next_ns = image || p->state == TCTX_NONE ?
+		     tctx_now() + TCTX_LOAD_NS : 0;
 	p->state = TCTX_MARKED;
 	p->tries = 0;
 	t->marked++;
@@ -1243,8 +1395,10 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	struct plabel_tls_loc loc;
 	struct tctx_proc *p;
 	uint64_t now;
+	struct plabel_tls_seen seen;
 	int sent = 0, forget = 0;
-	int ret = plabel_tls_locate((pid_t)j->pid, &loc);
+	uint64_t start = tctx_now();
+	int ret = plabel_tls_locate_seen((pid_t)j->pid, &loc, &seen);
 
 	if (!ret && t->fd >= 0) {
 		struct plabel_tlsctx_args a = {
@@ -1274,12 +1428,18 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	}
 	if (ret == -EAGAIN && ++p->tries < TCTX_TRIES) {
 		p->next_ns = now + (TCTX_RETRY_NS << (p->tries - 1));
-	} else if (ret) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	/* what this image maps: only another file is worth a look again */
+	p->look_ns = start;
+	for (p->nseen = 0; p->nseen < seen.n; p->nseen++)
+		p->seen[p->nseen] = seen.hash[p->nseen];
+	if (ret) {
 		t->marked--;
 		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
 			   ret == -ESRCH ? TCTX_GONE : TCTX_FAILED;
 		t->failed += p->state == TCTX_FAILED;
-		p->looked_ns = now;
 		/*
 		 * What the module holds was for an image since replaced
 		 * (exec'ed between a look and its ioctl, or after it): it
@@ -1384,6 +1544,8 @@ struct plabel_tctx *plabel_tctx_new(int fd)
 	if (!t)
 		return NULL;
 	t->fd = fd;
+	/* files that the programs looked at share */
+	plabel_tls_prewarm_self();
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1435,10 +1597,27 @@ void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void plabel_tctx_watch_exec(struct plabel_tctx *t, uint32_t pid)
+{
+	struct tctx_proc *p;
+
+	pthread_mutex_lock(&t->lock);
+	p = tctx_get(t, pid);
+	if (p) {
+		tctx_mark(t, p, 0);
+		if (p->state == TCTX_MARKED && !p->next_ns)
+			p->next_ns = tctx_now() + TCTX_LOAD_NS;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 /*
- * Whether the MMAP record at r (size bytes) names a mapping p's process
- * was not seen with: the kernel reports a process's mappings again after
- * a while, and a process looked at once need not be again for those.
+ * Whether the MMAP record at r (size bytes) names a file p's process was
+ * not seen with: the kernel reports a process's mappings again after a
+ * while and a file in several mappings, and the program's own files are
+ * reported after its exec, often after the look that went through them.
+ * Only a file no look went through (a library loaded since) calls for a
+ * look again.
  */
 static int tctx_new_map(struct tctx_proc *p, const uint8_t *r, size_t size)
 {
@@ -1447,9 +1626,9 @@ static int tctx_new_map(struct tctx_proc *p, const uint8_t *r, size_t size)
 	size_t i;
 
 	memcpy(&m, r, sizeof(m));
-	h = plabel_hash2(m.start, m.end ^ m.offset);
-	for (i = 0; i < m.path_len && i < size - sizeof(m); i++)
-		h = (h ^ r[sizeof(m) + i]) * PLABEL_FNV_PRIME;
+	h = plabel_tls_path_hash((const char *)r + sizeof(m),
+				 m.path_len < size - sizeof(m) ?
+				 m.path_len : size - sizeof(m));
 	for (i = 0; i < p->nseen && i < TCTX_MAPS_SEEN; i++)
 		if (p->seen[i] == h)
 			return 0;
@@ -1466,6 +1645,7 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 	while (len - pos >= sizeof(struct plabel_rec_header)) {
 		struct plabel_rec_header h;
 		struct tctx_proc *p;
+		uint64_t when;
 		uint32_t pid;
 
 		memcpy(&h, b + pos, sizeof(h));
@@ -1473,10 +1653,14 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 			break;
 		if (h.type == PLABEL_REC_EXEC &&
 		    h.size >= sizeof(struct plabel_rec_exec)) {
-			memcpy(&pid, b + pos +
-			       offsetof(struct plabel_rec_exec, pid), 4);
-			p = tctx_get(t, pid);
-			if (p)
+			struct plabel_rec_exec e;
+
+			memcpy(&e, b + pos, sizeof(e));
+			p = tctx_get(t, e.pid);
+			if (p && e.time_ns > p->exec_ns)
+				p->exec_ns = e.time_ns;
+			/* not when a look began after it: that saw this image */
+			if (p && (!p->look_ns || e.time_ns >= p->look_ns))
 				tctx_mark(t, p, 1);
 		} else if (h.type == PLABEL_REC_THREAD &&
 			   h.size >= sizeof(struct plabel_rec_sample)) {
@@ -1492,9 +1676,15 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 			   h.size >= sizeof(struct plabel_rec_mmap)) {
 			memcpy(&pid, b + pos +
 			       offsetof(struct plabel_rec_mmap, pid), 4);
+			memcpy(&when, b + pos +
+			       offsetof(struct plabel_rec_mmap, time_ns), 8);
 			p = tctx_get(t, pid);
-			/* new, or a library more: it may be the one */
+			/*
+			 * new, or a library more: it may be the one; not a
+			 * mapping of the image before an exec, reported late
+			 */
 			if (p && (!p->state || p->state == TCTX_NONE) &&
+			    when >= p->exec_ns &&
 			    tctx_new_map(p, b + pos, h.size))
 				tctx_mark(t, p, 0);
 		}

@@ -54,6 +54,31 @@ struct plabel_tls_loc {
 int plabel_tls_locate(pid_t pid, struct plabel_tls_loc *loc);
 
 /*
+ * The files a look went through, by path (plabel_tls_path_hash()), for a
+ * reader that looks again only when a process maps another one.
+ */
+#define PLABEL_TLS_SEEN_MAX	64
+struct plabel_tls_seen {
+	uint64_t hash[PLABEL_TLS_SEEN_MAX];
+	unsigned int n;
+};
+
+/* plabel_tls_locate(), telling which files it looked at into *seen. */
+int plabel_tls_locate_seen(pid_t pid, struct plabel_tls_loc *loc,
+			   struct plabel_tls_seen *seen);
+/* FNV-1a of a mapping's path (up to len bytes or a NUL). */
+uint64_t plabel_tls_path_hash(const char *path, size_t len);
+
+/*
+ * Read ahead what a look needs of the C library and the dynamic linker
+ * (the reader's own), or of the program name (found through PATH as
+ * execvp() finds it): a look at a process mapping them later reads none
+ * of them. Before a command starts, so that its look is short.
+ */
+void plabel_tls_prewarm_self(void);
+void plabel_tls_prewarm_cmd(const char *name);
+
+/*
  * The address of the pointer in the thread whose thread pointer (FS
  * base) is tp, as the module finds it (reading the DTV through mem_fd, an
  * open /proc/PID/mem). 0 when the thread has no such block allocated.
@@ -129,6 +154,11 @@ void plabel_tctx_free(struct plabel_tctx *t);
 
 /* Process pid is worth a look now (a target, a command just started). */
 void plabel_tctx_watch(struct plabel_tctx *t, uint32_t pid);
+/*
+ * Process pid, a child of the caller, is about to exec: worth a look once
+ * its program is loaded (the first one 20 ms from now).
+ */
+void plabel_tctx_watch_exec(struct plabel_tctx *t, uint32_t pid);
 
 /*
  * The records of one read(): EXEC records and new processes (THREAD
