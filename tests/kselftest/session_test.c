@@ -266,6 +266,39 @@ static int read_all_news(int fd, char *buf, size_t cap, const char *lib)
 }
 
 /*
+ * A WATERMARK session of target over this process on fd; its stream
+ * record read, then the news of its first walk of this process's
+ * mappings, which a sample queues.
+ */
+static int start_watermark(int fd, uint32_t target, uint32_t callchain,
+			   char *buf, size_t cap)
+{
+	struct plabel_session_start_args a;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int32_t me = getpid();
+
+	su_args_init(&a);
+	a.flags = PLABEL_START_WATERMARK;
+	a.target = target;
+	a.pids = (uintptr_t)&me;
+	a.npids = 1;
+	a.callchain = callchain;
+	a.stack_size = callchain == PLABEL_CALLCHAIN_DWARF ? 16384 : 0;
+	a.sample_hz = 999;
+	if (su_start(fd, &a))
+		return -1;
+	/* the stream record at once */
+	if (poll(&p, 1, 0) != 1)
+		return -2;
+	read_all_news(fd, buf, cap, NULL);
+	su_burn_cpu(100000000);
+	if (poll(&p, 1, 1000) != 1)
+		return -3;
+	read_all_news(fd, buf, cap, NULL);
+	return 0;
+}
+
+/*
  * PLABEL_START_WATERMARK: poll() reports records only once a ring is half
  * full, at news of a process (a fork, an exec, new executable mappings)
  * and at the stop; the records are there for a non-blocking read() all
@@ -274,8 +307,6 @@ static int read_all_news(int fd, char *buf, size_t cap, const char *lib)
 TEST(watermark_poll)
 {
 	static char buf[1 << 20];
-	struct plabel_session_start_args a;
-	int32_t me = getpid();
 	long long ring_kb;
 	struct pollfd p;
 	void *lib;
@@ -290,21 +321,8 @@ TEST(watermark_poll)
 	ASSERT_LE(0, fd);
 	p.fd = fd;
 	p.events = POLLIN;
-	su_args_init(&a);
-	a.flags = PLABEL_START_WATERMARK;
-	a.target = PLABEL_TARGET_TREE;
-	a.pids = (uintptr_t)&me;
-	a.npids = 1;
-	a.callchain = PLABEL_CALLCHAIN_FP;
-	a.sample_hz = 999;
-	ASSERT_EQ(0, su_start(fd, &a));
-	/* the stream record at once */
-	EXPECT_EQ(1, poll(&p, 1, 0));
-	read_all_news(fd, buf, sizeof(buf), NULL);
-	/* the first walk of this process's mappings is news */
-	su_burn_cpu(100000000);
-	EXPECT_EQ(1, poll(&p, 1, 1000));
-	read_all_news(fd, buf, sizeof(buf), NULL);
+	ASSERT_EQ(0, start_watermark(fd, PLABEL_TARGET_TREE,
+				     PLABEL_CALLCHAIN_FP, buf, sizeof(buf)));
 	/* some 100 samples more, far from half a ring: nothing to wake for */
 	su_burn_cpu(100000000);
 	EXPECT_EQ(0, poll(&p, 1, 1500));
@@ -342,21 +360,8 @@ TEST(watermark_poll)
 	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	ASSERT_LE(0, fd);
 	p.fd = fd;
-	su_args_init(&a);
-	a.flags = PLABEL_START_WATERMARK;
-	a.target = PLABEL_TARGET_PIDS;
-	a.pids = (uintptr_t)&me;
-	a.npids = 1;
-	a.callchain = PLABEL_CALLCHAIN_DWARF;
-	a.stack_size = 16384;
-	a.sample_hz = 999;
-	ASSERT_EQ(0, su_start(fd, &a));
-	EXPECT_EQ(1, poll(&p, 1, 0));
-	read_all_news(fd, buf, sizeof(buf), NULL);
-	/* the news of this session's first walk of the mappings first */
-	su_burn_cpu(50000000);
-	EXPECT_EQ(1, poll(&p, 1, 1000));
-	read_all_news(fd, buf, sizeof(buf), NULL);
+	ASSERT_EQ(0, start_watermark(fd, PLABEL_TARGET_PIDS,
+				     PLABEL_CALLCHAIN_DWARF, buf, sizeof(buf)));
 	for (i = 0; i < 200 && !poll(&p, 1, 0); i++)
 		su_burn_cpu(20000000);
 	EXPECT_EQ(1, poll(&p, 1, 0));
