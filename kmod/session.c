@@ -589,7 +589,13 @@ static void plabel_tick_fn(struct work_struct *work)
 	struct plabel_session *s = container_of(to_delayed_work(work),
 						struct plabel_session, tick);
 
-	if (!smp_load_acquire(&s->sync_pending)) {
+	/*
+	 * A grace period each tick keeps SYNC records some 50 to 100 ms
+	 * behind; a WATERMARK reader, which reads rarely, does with one a
+	 * second (each costs the CPUs the RCU kthread's turns)
+	 */
+	if ((!(s->start_flags & PLABEL_START_WATERMARK) || !s->ticks) &&
+	    !smp_load_acquire(&s->sync_pending)) {
 		s->sync_start = ktime_get_ns();
 		WRITE_ONCE(s->sync_pending, true);
 		plabel_call_rcu_hurry(&s->sync_rcu, plabel_sync_fn);
