@@ -298,8 +298,13 @@ static void plabel_session_news(struct plabel_session *s)
 {
 	if (!(s->start_flags & PLABEL_START_WATERMARK))
 		return;
-	/* after the record: a reader that sees the news finds it */
-	smp_store_release(&s->news, true);
+	/*
+	 * After the record: a reader that clears the news and then looks
+	 * at the rings (plabel_session_copy()) either finds the record or
+	 * leaves the news set; both sides need a full barrier for that.
+	 */
+	smp_mb();
+	WRITE_ONCE(s->news, true);
 	/* wq_has_sleeper()'s barrier orders the store before its look */
 	if (wq_has_sleeper(&s->wq))
 		irq_work_queue(&s->wake_work);
@@ -551,7 +556,9 @@ static bool plabel_session_ready(struct plabel_session *s)
 	for_each_possible_cpu(cpu) {
 		struct plabel_ring *r = &s->cpu[cpu]->ring;
 
-		if (r->head - READ_ONCE(r->tail) >= r->size / 2 ||
+		/* a CPU without a ring (offline at the start) has none */
+		if ((smp_load_acquire(&r->data) &&
+		     READ_ONCE(r->head) - READ_ONCE(r->tail) >= r->size / 2) ||
 		    READ_ONCE(r->lost) != r->lost_seen ||
 		    READ_ONCE(r->lost_periods) != r->lost_periods_seen)
 			return true;

@@ -160,13 +160,14 @@ enum plabel_callchain {
  * defaults.
  */
 /*
- * Session start flags. PLABEL_START_WATERMARK: poll() and a blocking
- * read() find records ready only when a CPU's ring is half full, records
- * were lost, a followed process exec'ed or was created (EXEC, or THREAD
- * with PLABEL_THREAD_PROCESS), or the session stopped; otherwise as soon
- * as there is any record. A reader that keeps what it reads until the
- * end reads rarely so, as perf's wakeup watermark does; O_NONBLOCK read()
- * returns what there is at any time.
+ * Session start flags. PLABEL_START_WATERMARK: poll() reports records,
+ * and a blocking read() that finds none waits for them, only when a
+ * CPU's ring is half full, records were lost, a followed process exec'ed
+ * or was created (EXEC, or THREAD with PLABEL_THREAD_PROCESS) or had its
+ * executable mappings reported first or after they changed (MMAP), or
+ * the session stopped; otherwise as soon as there is any record. A
+ * reader that keeps what it reads until the end reads rarely so, as
+ * perf's wakeup watermark does; read() returns what there is at any time.
  */
 #define PLABEL_START_WATERMARK	(1U << 0)
 
