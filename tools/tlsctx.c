@@ -764,6 +764,29 @@ static int tls_prewarm_path(const char *path)
 	return 1;
 }
 
+int plabel_tls_known_none(pid_t pid, const char *paths, unsigned int n)
+{
+	char file[4200];
+	struct tls_elf x;
+	struct stat st;
+	size_t len, plen;
+
+	len = tls_proc_path(file, sizeof(file), pid, "root", 4);
+	if (!len)
+		return 0;
+	for (; n; n--, paths += plen + 1) {
+		plen = strlen(paths);
+		if (paths[0] != '/' || len + plen >= sizeof(file))
+			return 0;
+		memcpy(file + len, paths, plen + 1);
+		if (stat(file, &st) || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size > TLS_FILE_MAX ||
+		    tls_elf_get(file, &st, &x) || x.kind != TLS_NONE)
+			return 0;
+	}
+	return 1;
+}
+
 void plabel_tls_prewarm_self(void)
 {
 	unsigned long base = getauxval(AT_BASE);
@@ -790,10 +813,11 @@ void plabel_tls_prewarm_cmd(const char *name)
 		return;
 	}
 	/* the search execvp() makes, with its default */
-	for (d = dirs && *dirs ? dirs : "/bin:/usr/bin"; ; d = e + 1) {
+	for (d = dirs ? dirs : "/bin:/usr/bin"; ; d = e + 1) {
 		e = strchrnul(d, ':');
 		dl = (size_t)(e - d);
-		if (dl + 1 + nl < sizeof(path)) {
+		/* an empty entry is the current directory, "." */
+		if ((dl ? dl : 1) + 1 + nl < sizeof(path)) {
 			memcpy(path, d, dl);
 			if (!dl)
 				path[dl++] = '.';
@@ -1252,6 +1276,17 @@ enum tctx_state {
  * to map and relocate the rest, so that one look sees them all.
  */
 #define TCTX_LOAD_NS		20000000ULL
+/* Between two looks at one image, at least */
+#define TCTX_AGAIN_NS		1000000000ULL
+/*
+ * From an exec to the look: the libraries loaded, and the kernel's first
+ * walk of the mappings (a tick, 50 ms, after a sample) read, so that the
+ * look can be the short one.
+ */
+#define TCTX_EXEC_NS		100000000ULL
+/* A walk's files kept for the short look, at most */
+#define TCTX_BATCH_MAX		64
+#define TCTX_BATCH_BYTES	8192
 
 struct tctx_proc {
 	uint32_t pid;		/* first: plabel_itab_u32() */
@@ -1272,6 +1307,17 @@ struct tctx_proc {
 	 */
 	uint64_t seen[TCTX_MAPS_SEEN];
 	unsigned int nseen;
+	/*
+	 * The files of the kernel's latest walk of its mappings (the MMAP
+	 * records of one time_ns), NUL-separated, while a look is to come:
+	 * if each is known to publish nothing, the look is a stat() of
+	 * each, not /proc/PID/maps. batch_full: more than kept.
+	 */
+	char *batch;
+	size_t batch_len;
+	unsigned int batch_n;
+	int batch_full;
+	uint64_t batch_ns;
 };
 
 /*
@@ -1291,6 +1337,7 @@ struct plabel_tctx {
 	struct plabel_itab tab;
 	size_t marked;		/* procs in TCTX_MARKED */
 	uint32_t registered, failed;
+	int lossy;		/* records were lost: walks may be partial */
 };
 
 static uint64_t tctx_now(void)
@@ -1322,6 +1369,31 @@ static struct tctx_proc *tctx_proc_find(struct plabel_tctx *t, uint32_t pid)
 	return NULL;
 }
 
+/*
+ * When to look again at p, whose image was looked at: the libraries
+ * loaded, and not sooner than TCTX_AGAIN_NS after the last look (a
+ * process that keeps mapping files it is not told apart by is looked at
+ * that often at most).
+ */
+static uint64_t tctx_again(const struct tctx_proc *p)
+{
+	uint64_t at = tctx_now() + TCTX_LOAD_NS;
+
+	return at > p->look_ns + TCTX_AGAIN_NS ? at :
+	       p->look_ns + TCTX_AGAIN_NS;
+}
+
+/* Whether a look at p's image went through the file of path hash h. */
+static int tctx_seen(const struct tctx_proc *p, uint64_t h)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->nseen && i < TCTX_MAPS_SEEN; i++)
+		if (p->seen[i] == h)
+			return 1;
+	return 0;
+}
+
 /* Look at p soon: exec (image new) says so, as does a new process. */
 static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 {
@@ -1331,6 +1403,10 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 		p->have_km = 0;
 		p->km_tries = 0;
 		p->nseen = 0;
+		p->batch_n = 0;
+		p->batch_len = 0;
+		p->batch_full = 0;
+		p->batch_ns = 0;
 		p->gen++;
 		if (p->state == TCTX_REGISTERED)
 			t->registered--;
@@ -1342,8 +1418,8 @@ static void tctx_mark(struct plabel_tctx *t, struct tctx_proc *p, int image)
 	    p->state == TCTX_FAILED || (p->state == TCTX_GONE && !image))
 		return;
 	/* a new image, or more of one that published nothing: loaded first */
-	p->next_ns = image || p->state == TCTX_NONE ?
-		     tctx_now() + TCTX_LOAD_NS : 0;
+	p->next_ns = image ? tctx_now() + TCTX_EXEC_NS :
+		     p->state == TCTX_NONE ? tctx_again(p) : 0;
 	p->state = TCTX_MARKED;
 	p->tries = 0;
 	t->marked++;
@@ -1396,9 +1472,35 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	struct tctx_proc *p;
 	uint64_t now;
 	struct plabel_tls_seen seen;
-	int sent = 0, forget = 0;
+	int sent = 0, forget = 0, ret, again;
 	uint64_t start = tctx_now();
-	int ret = plabel_tls_locate_seen((pid_t)j->pid, &loc, &seen);
+	unsigned int npaths = 0, i;
+	char *paths = NULL;
+	const char *q;
+
+	/* the files of the kernel's latest walk of this image, if known */
+	pthread_mutex_lock(&t->lock);
+	p = tctx_proc_find(t, j->pid);
+	if (p && p->gen == j->gen && p->batch_n && !p->batch_full &&
+	    !t->lossy && p->batch_ns >= p->exec_ns) {
+		paths = malloc(p->batch_len);
+		if (paths) {
+			memcpy(paths, p->batch, p->batch_len);
+			npaths = p->batch_n;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (paths && plabel_tls_known_none((pid_t)j->pid, paths, npaths)) {
+		/* each publishes nothing: no /proc/PID/maps to read */
+		ret = -ENOENT;
+		seen.n = 0;
+		for (i = 0, q = paths; i < npaths && seen.n < PLABEL_TLS_SEEN_MAX;
+		     i++, q += strlen(q) + 1)
+			seen.hash[seen.n++] = plabel_tls_path_hash(q, strlen(q));
+	} else {
+		ret = plabel_tls_locate_seen((pid_t)j->pid, &loc, &seen);
+	}
+	free(paths);
 
 	if (!ret && t->fd >= 0) {
 		struct plabel_tlsctx_args a = {
@@ -1435,6 +1537,18 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	p->look_ns = start;
 	for (p->nseen = 0; p->nseen < seen.n; p->nseen++)
 		p->seen[p->nseen] = seen.hash[p->nseen];
+	/*
+	 * A file the kernel reported that the look did not go through: mapped
+	 * since /proc/PID/maps was read, or named otherwise there (a process
+	 * in a chroot). Looked at again, by the reported paths then.
+	 */
+	again = 0;
+	for (i = 0, q = p->batch; i < p->batch_n; i++, q += strlen(q) + 1)
+		again |= !tctx_seen(p, plabel_tls_path_hash(q, strlen(q)));
+	free(p->batch);
+	p->batch = NULL;
+	p->batch_len = 0;
+	p->batch_n = 0;
 	if (ret) {
 		t->marked--;
 		p->state = ret == -ENOENT || ret == -EAGAIN ? TCTX_NONE :
@@ -1454,6 +1568,8 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 		p->km_next_ns = now;
 		t->registered++;
 	}
+	if (again && p->state == TCTX_NONE)
+		tctx_mark(t, p, 0);
 	pthread_mutex_unlock(&t->lock);
 	if (forget && t->fd >= 0) {
 		struct plabel_tlsctx_args a = {
@@ -1577,8 +1693,10 @@ void plabel_tctx_free(struct plabel_tctx *t)
 		pthread_mutex_unlock(&t->lock);
 		pthread_join(t->thread, NULL);
 	}
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->n; i++) {
 		plabel_otel_keymap_release(&t->procs[i].km);
+		free(t->procs[i].batch);
+	}
 	free(t->procs);
 	plabel_itab_free(&t->tab);
 	pthread_cond_destroy(&t->cond);
@@ -1612,6 +1730,41 @@ void plabel_tctx_watch_exec(struct plabel_tctx *t, uint32_t pid)
 }
 
 /*
+ * Keep the path of the MMAP record at r (size bytes, of time when) in
+ * p's batch, which a record of another time starts anew. Under the lock.
+ */
+static void tctx_batch_add(struct tctx_proc *p, uint64_t when,
+			   const uint8_t *r, size_t size)
+{
+	struct plabel_rec_mmap m;
+	size_t len;
+
+	memcpy(&m, r, sizeof(m));
+	if (when != p->batch_ns) {
+		p->batch_ns = when;
+		p->batch_len = 0;
+		p->batch_n = 0;
+		p->batch_full = 0;
+	}
+	len = strnlen((const char *)r + sizeof(m),
+		      m.path_len < size - sizeof(m) ? m.path_len :
+		      size - sizeof(m));
+	if (p->batch_full)
+		return;
+	if (!p->batch)
+		p->batch = malloc(TCTX_BATCH_BYTES);
+	if (!p->batch || !len || p->batch_n >= TCTX_BATCH_MAX ||
+	    len + 1 > TCTX_BATCH_BYTES - p->batch_len) {
+		p->batch_full = 1;
+		return;
+	}
+	memcpy(p->batch + p->batch_len, r + sizeof(m), len);
+	p->batch[p->batch_len + len] = '\0';
+	p->batch_len += len + 1;
+	p->batch_n++;
+}
+
+/*
  * Whether the MMAP record at r (size bytes) names a file p's process was
  * not seen with: the kernel reports a process's mappings again after a
  * while and a file in several mappings, and the program's own files are
@@ -1623,15 +1776,13 @@ static int tctx_new_map(struct tctx_proc *p, const uint8_t *r, size_t size)
 {
 	struct plabel_rec_mmap m;
 	uint64_t h;
-	size_t i;
 
 	memcpy(&m, r, sizeof(m));
 	h = plabel_tls_path_hash((const char *)r + sizeof(m),
 				 m.path_len < size - sizeof(m) ?
 				 m.path_len : size - sizeof(m));
-	for (i = 0; i < p->nseen && i < TCTX_MAPS_SEEN; i++)
-		if (p->seen[i] == h)
-			return 0;
+	if (tctx_seen(p, h))
+		return 0;
 	p->seen[p->nseen++ % TCTX_MAPS_SEEN] = h;
 	return 1;
 }
@@ -1683,10 +1834,16 @@ void plabel_tctx_scan(struct plabel_tctx *t, const void *buf, size_t len)
 			 * new, or a library more: it may be the one; not a
 			 * mapping of the image before an exec, reported late
 			 */
+			if (p && (!p->state || p->state == TCTX_NONE ||
+				  p->state == TCTX_MARKED) &&
+			    when >= p->exec_ns)
+				tctx_batch_add(p, when, b + pos, h.size);
 			if (p && (!p->state || p->state == TCTX_NONE) &&
 			    when >= p->exec_ns &&
 			    tctx_new_map(p, b + pos, h.size))
 				tctx_mark(t, p, 0);
+		} else if (h.type == PLABEL_REC_LOST) {
+			t->lossy = 1;
 		}
 		pos += h.size;
 	}

@@ -66,6 +66,14 @@ struct plabel_tls_seen {
 /* plabel_tls_locate(), telling which files it looked at into *seen. */
 int plabel_tls_locate_seen(pid_t pid, struct plabel_tls_loc *loc,
 			   struct plabel_tls_seen *seen);
+/*
+ * Whether each of the n NUL-separated paths (absolute, as process pid
+ * sees them) is a file that defines none of the symbols: 1, reading into
+ * the cache a file not in it; 0 when one does, or cannot be read. For a
+ * look at a process whose mapped files are known from the kernel's MMAP
+ * records, without /proc/PID/maps.
+ */
+int plabel_tls_known_none(pid_t pid, const char *paths, unsigned int n);
 /* FNV-1a of a mapping's path (up to len bytes or a NUL). */
 uint64_t plabel_tls_path_hash(const char *path, size_t len);
 

@@ -490,6 +490,37 @@ static void tl_none(struct __test_metadata *_metadata, const char *name,
 	ASSERT_EQ(-ENOENT, ret);
 }
 
+/*
+ * The short look: files known, from the kernel's records, to be what a
+ * process maps are asked for the symbols without /proc/PID/maps.
+ */
+TEST(known_none)
+{
+	char path[4096], two[8192];
+	const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+	size_t n;
+
+	/* the C library defines none of them; the file, as this process sees it */
+	EXPECT_EQ(1, plabel_tls_known_none(getpid(), libc, 1));
+	if (!tl_path(path, sizeof(path), "tlsctx_otel_exe"))
+		SKIP(return, "tlsctx_otel_exe not built");
+	ASSERT_EQ('/', path[0]);
+	/* a program that defines otel_thread_ctx_v1 is not "none" */
+	EXPECT_EQ(0, plabel_tls_known_none(getpid(), path, 1));
+	/* nor is a list with it anywhere in it */
+	n = strlen(libc) + 1;
+	memcpy(two, libc, n);
+	memcpy(two + n, path, strlen(path) + 1);
+	EXPECT_EQ(0, plabel_tls_known_none(getpid(), two, 2));
+	EXPECT_EQ(1, plabel_tls_known_none(getpid(), two, 1));
+	/* what is not there, or not a path from the root, is not known */
+	EXPECT_EQ(0, plabel_tls_known_none(getpid(), "/nonexistent/lib.so", 1));
+	EXPECT_EQ(0, plabel_tls_known_none(getpid(), "lib/libc.so.6", 1));
+	EXPECT_EQ(0, plabel_tls_known_none(getpid(), "/dev/null", 1));
+	/* a process that is gone */
+	EXPECT_EQ(0, plabel_tls_known_none(0x3fffffff, libc, 1));
+}
+
 TEST(none_in_sleep)
 {
 	tl_none(_metadata, "/bin/sleep", "20");
