@@ -754,8 +754,11 @@ static void plabel_child(int rfd, char **argv, int thp_off)
 	close(rfd);
 	if (b != 'g')
 		_exit(127);
-	/* the command's transparent huge pages as they were for plabel */
-	prctl(PR_SET_THP_DISABLE, thp_off, 0, 0, 0);
+	/*
+	 * The command's transparent huge pages as they were for plabel: the
+	 * setting (bit 0) and its flags (PR_THP_DISABLE_EXCEPT_ADVISED)
+	 */
+	prctl(PR_SET_THP_DISABLE, thp_off & 1, thp_off & ~1, 0, 0);
 	execvp(argv[0], argv);
 	b = errno == ENOENT ? 127 : 126;
 	fprintf(stderr, "plabel record: cannot run %s: %s\n", argv[0],
@@ -1323,9 +1326,11 @@ static int plabel_record_run(int argc, char **argv,
 	 * khugepaged would copy them into huge pages while the program
 	 * runs, on its CPUs (some 16 ms a 2 MiB page under instruction
 	 * counting, more than a 1.5 s recording at 99 Hz costs otherwise).
-	 * The command gets back the setting plabel had.
+	 * The command, forked below, gets back the setting plabel had.
 	 */
-	thp_off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1;
+	thp_off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (thp_off < 0)
+		thp_off = 0;
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	/* the first read()'s buffer, before the worker shares the list */
 	st.spare = plabel_qbuf_new();
