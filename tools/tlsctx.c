@@ -1314,7 +1314,7 @@ struct tctx_proc {
 	 * each, not /proc/PID/maps. batch_full: more than kept.
 	 */
 	char *batch;
-	size_t batch_len;
+	size_t batch_len, batch_cap;
 	unsigned int batch_n;
 	int batch_full;
 	uint64_t batch_ns;
@@ -1548,6 +1548,7 @@ static void tctx_do_register(struct plabel_tctx *t, const struct tctx_job *j)
 	free(p->batch);
 	p->batch = NULL;
 	p->batch_len = 0;
+	p->batch_cap = 0;
 	p->batch_n = 0;
 	if (ret) {
 		t->marked--;
@@ -1751,12 +1752,25 @@ static void tctx_batch_add(struct tctx_proc *p, uint64_t when,
 		      size - sizeof(m));
 	if (p->batch_full)
 		return;
-	if (!p->batch)
-		p->batch = malloc(TCTX_BATCH_BYTES);
-	if (!p->batch || !len || p->batch_n >= TCTX_BATCH_MAX ||
+	if (!len || p->batch_n >= TCTX_BATCH_MAX ||
 	    len + 1 > TCTX_BATCH_BYTES - p->batch_len) {
 		p->batch_full = 1;
 		return;
+	}
+	/* as much as the paths take: many processes may wait for a look */
+	if (len + 1 > p->batch_cap - p->batch_len) {
+		size_t cap = p->batch_cap ? p->batch_cap : 512;
+		char *nb;
+
+		while (cap - p->batch_len < len + 1)
+			cap *= 2;
+		nb = realloc(p->batch, cap);
+		if (!nb) {
+			p->batch_full = 1;
+			return;
+		}
+		p->batch = nb;
+		p->batch_cap = cap;
 	}
 	memcpy(p->batch + p->batch_len, r + sizeof(m), len);
 	p->batch[p->batch_len + len] = '\0';
