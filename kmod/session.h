@@ -177,7 +177,7 @@ struct plabel_session {
 	struct plabel_rec_stream stream;
 	bool stream_sent;	/* under read_lock */
 	u32 start_flags;	/* PLABEL_START_*, fixed */
-	bool news;		/* WATERMARK: an EXEC or new process to read */
+	bool news;		/* WATERMARK: plabel_session_news() since a read */
 	unsigned int next_cpu;	/* under read_lock */
 	struct mutex read_lock;
 	wait_queue_head_t wq;
