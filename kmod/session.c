@@ -290,9 +290,11 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 
 /*
  * A followed process exec'ed, was created or had its executable mappings
- * reported: a WATERMARK reader hears of it at once, for what it looks up
- * by process (thread contexts). After the records are written; any
- * context but NMI.
+ * reported: a WATERMARK reader hears of it at the next tick, for what it
+ * looks up by process (thread contexts). Not at once: a program that
+ * forks or execs thousands of times a second would have it read as
+ * often; the tick makes that 20 reads a second at most. After the
+ * records are written; any context but NMI.
  */
 static void plabel_session_news(struct plabel_session *s)
 {
@@ -305,9 +307,6 @@ static void plabel_session_news(struct plabel_session *s)
 	 */
 	smp_mb();
 	WRITE_ONCE(s->news, true);
-	/* wq_has_sleeper()'s barrier orders the store before its look */
-	if (wq_has_sleeper(&s->wq))
-		irq_work_queue(&s->wake_work);
 }
 
 static void plabel_emit_mmap(struct plabel_session *s, pid_t tgid,
@@ -608,6 +607,9 @@ static void plabel_tick_fn(struct work_struct *work)
 		plabel_call_rcu_hurry(&s->sync_rcu, plabel_sync_fn);
 	}
 	plabel_scan_pending(s, true);
+	/* news (plabel_session_news()): each tick; wq_has_sleeper() orders */
+	if (READ_ONCE(s->news) && wq_has_sleeper(&s->wq))
+		wake_up_interruptible(&s->wq);
 	if (++s->ticks >= PLABEL_WAKE_TICKS) {
 		s->ticks = 0;
 		if (wq_has_sleeper(&s->wq) && plabel_session_ready(s))
