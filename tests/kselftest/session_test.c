@@ -653,11 +653,17 @@ TEST(watermark_offline_cpu)
 	EXPECT_EQ(1, poll(&p, 1, 0));
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
-	/* the news of the first walk, if a sample of this thread asked for one */
-	if (poll(&p, 1, 300) == 1)
-		while (read(fd, buf, sizeof(buf)) > 0)
-			;
-	/* this thread sleeps: no samples, no news, nothing half full */
+	/*
+	 * Samples of this thread ask for the first walk of its mappings,
+	 * which is news. Read it: later walks find the executable mappings
+	 * unchanged and are not.
+	 */
+	su_burn_cpu(30000000);
+	EXPECT_EQ(1, poll(&p, 1, 5000));
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	/* a few samples more, no news, nothing half full */
+	su_burn_cpu(30000000);
 	EXPECT_EQ(0, poll(&p, 1, 300));
 	EXPECT_EQ(0, su_write_num(online, 1));
 	EXPECT_EQ(0, su_stop(fd));
