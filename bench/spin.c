@@ -8,6 +8,8 @@
  *                                       print "wall_ns <ns>", "cpu_ns <ns>"
  *                                       (the process's user + system time)
  *                                       and "parent_cpu_ns <ns>"
+ *     [--where FILE]                    and write to FILE each task's CPU
+ *                                       time in that span: "TID COMM NS"
  *
  * Each thread walks a chain of a dozen small functions (so call chains have
  * depth for -g fp and for dwarf snapshots) doing integer arithmetic, no
@@ -16,7 +18,9 @@
  * one finishes, so process start-up and the profiler's own start and finish
  * are not in it. parent_cpu_ns is the CPU time the parent process (the
  * profiler, which started this program) used in that same span: what its
- * reader took while the program ran.
+ * reader took while the program ran. --where says where the rest of the
+ * span went: to this program's threads (the profiler's interrupts in
+ * them included), to the profiler's reader, to kernel threads.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -76,6 +80,122 @@ static uint64_t plabel_spin_proc_cpu(pid_t pid)
 	return sum;
 }
 
+struct plabel_spin_arg {
+	uint64_t iters;
+	uint64_t out;
+	uint64_t cpu_ns;	/* the thread's CPU time from its start */
+	pid_t tid;
+};
+
+static uint64_t plabel_spin_thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Every task's scheduler CPU time, for --where */
+struct plabel_spin_task {
+	int tid;
+	char comm[20];
+	unsigned long long ns;
+};
+
+#define PLABEL_SPIN_MAX_TASKS	8192
+
+static size_t plabel_spin_tasks(struct plabel_spin_task *t)
+{
+	char path[96], *nl;
+	struct dirent *p, *e;
+	DIR *pd, *td;
+	size_t n = 0;
+	FILE *f;
+
+	pd = opendir("/proc");
+	if (!pd)
+		return 0;
+	while ((p = readdir(pd)) && n < PLABEL_SPIN_MAX_TASKS) {
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/task", p->d_name);
+		td = opendir(path);
+		if (!td)
+			continue;
+		while ((e = readdir(td)) && n < PLABEL_SPIN_MAX_TASKS) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path),
+				 "/proc/%.16s/task/%.16s/schedstat",
+				 p->d_name, e->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fscanf(f, "%llu", &t[n].ns) != 1) {
+				fclose(f);
+				continue;
+			}
+			fclose(f);
+			snprintf(path, sizeof(path), "/proc/%.16s/task/%.16s/comm",
+				 p->d_name, e->d_name);
+			f = fopen(path, "r");
+			t[n].comm[0] = 0;
+			if (f) {
+				if (!fgets(t[n].comm, sizeof(t[n].comm), f))
+					t[n].comm[0] = 0;
+				fclose(f);
+			}
+			nl = strchr(t[n].comm, '\n');
+			if (nl)
+				*nl = 0;
+			t[n].tid = atoi(e->d_name);
+			n++;
+		}
+		closedir(td);
+	}
+	closedir(pd);
+	return n;
+}
+
+/*
+ * Tasks that exited in the span are missing; this program's threads report
+ * their own time (its main thread only waits, and is left out: its reading
+ * of the list would count).
+ */
+static void plabel_spin_where(const char *path, struct plabel_spin_task *a,
+			      size_t na, struct plabel_spin_task *b, size_t nb,
+			      const struct plabel_spin_arg *args, int nthreads)
+{
+	FILE *f = fopen(path, "w");
+	size_t i, j;
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	for (i = 0; i < (size_t)nthreads; i++)
+		fprintf(f, "%d spin-thread %llu\n", (int)args[i].tid,
+			(unsigned long long)args[i].cpu_ns);
+	for (j = 0; j < nb; j++) {
+		unsigned long long was = 0;
+
+		for (i = 0; i < na; i++)
+			if (a[i].tid == b[j].tid) {
+				was = a[i].ns;
+				break;
+			}
+		if (b[j].tid == getpid())
+			continue;
+		if (b[j].ns > was)
+			fprintf(f, "%d %s %llu\n", b[j].tid,
+				b[j].comm[0] ? b[j].comm : "?", b[j].ns - was);
+	}
+	if (fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+}
+
 /* A chain of distinct frames; depth d ends in the arithmetic. */
 static __attribute__((noinline)) uint64_t plabel_spin_leaf(uint64_t x)
 {
@@ -97,27 +217,28 @@ static __attribute__((noinline)) uint64_t plabel_spin_step(uint64_t x, int d)
 	return r;
 }
 
-struct plabel_spin_arg {
-	uint64_t iters;
-	uint64_t out;
-};
-
 static void *plabel_spin_thread(void *p)
 {
 	struct plabel_spin_arg *a = p;
-	uint64_t i, x = (uint64_t)(uintptr_t)a;
+	uint64_t i, x = (uint64_t)(uintptr_t)a, c0;
 
+	a->tid = gettid();
 	pthread_barrier_wait(&plabel_spin_start);
+	c0 = plabel_spin_thread_cpu();
 	for (i = 0; i < a->iters; i++)
 		x = plabel_spin_step(x + i, (int)(i % 12));
 	a->out = x;
+	a->cpu_ns = plabel_spin_thread_cpu() - c0;
 	return NULL;
 }
 
 /* Runs the threads; *parent_ns gets the parent's CPU time meanwhile. */
 static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
-				uint64_t *parent_ns)
+				uint64_t *parent_ns, const char *where)
 {
+	static struct plabel_spin_task before[PLABEL_SPIN_MAX_TASKS],
+		after[PLABEL_SPIN_MAX_TASKS];
+	size_t nbefore = 0, nafter;
 	pthread_t tids[PLABEL_SPIN_MAX_THREADS];
 	struct plabel_spin_arg args[PLABEL_SPIN_MAX_THREADS];
 	pid_t parent = getppid();
@@ -133,6 +254,8 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 			exit(1);
 		}
 	}
+	if (where)
+		nbefore = plabel_spin_tasks(before);
 	pthread_barrier_wait(&plabel_spin_start);
 	t0 = plabel_spin_now();
 	p0 = plabel_spin_proc_cpu(parent);
@@ -143,6 +266,11 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 	ns = plabel_spin_now() - t0;
 	ns2 = plabel_spin_proc_cpu(parent);
 	*parent_ns = ns2 > p0 ? ns2 - p0 : 0;
+	if (where) {
+		nafter = plabel_spin_tasks(after);
+		plabel_spin_where(where, before, nbefore, after, nafter,
+				  args, nthreads);
+	}
 	pthread_barrier_destroy(&plabel_spin_start);
 	return ns;
 }
@@ -150,6 +278,7 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 int main(int argc, char **argv)
 {
 	uint64_t iters = 0, cal_ms = 0, parent_ns, wall_ns;
+	const char *where = NULL;
 	int nthreads = 4, i;
 	struct rusage ru;
 
@@ -160,17 +289,19 @@ int main(int argc, char **argv)
 			iters = strtoull(argv[i + 1], NULL, 0);
 		else if (!strcmp(argv[i], "--calibrate"))
 			cal_ms = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--where"))
+			where = argv[i + 1];
 	}
 	if (nthreads < 1 || nthreads > PLABEL_SPIN_MAX_THREADS ||
 	    (!iters && !cal_ms)) {
-		fprintf(stderr, "usage: spin --calibrate MS | --iters N [--threads N]\n");
+		fprintf(stderr, "usage: spin --calibrate MS | --iters N [--threads N] [--where FILE]\n");
 		return 2;
 	}
 	if (cal_ms) {
 		uint64_t n = 1000, ns;
 
 		for (;;) {
-			ns = plabel_spin_run(nthreads, n, &parent_ns);
+			ns = plabel_spin_run(nthreads, n, &parent_ns, NULL);
 			if (ns >= 100000000ULL || n > (1ULL << 40))
 				break;
 			n *= 4;
@@ -179,7 +310,7 @@ int main(int argc, char **argv)
 		       (n * (cal_ms * 1000000ULL) / (ns ? ns : 1)));
 		return 0;
 	}
-	wall_ns = plabel_spin_run(nthreads, iters, &parent_ns);
+	wall_ns = plabel_spin_run(nthreads, iters, &parent_ns, where);
 	getrusage(RUSAGE_SELF, &ru);
 	printf("wall_ns %llu\n", (unsigned long long)wall_ns);
 	printf("cpu_ns %llu\n", (unsigned long long)
