@@ -15,9 +15,10 @@
  *     plabel_session_committed();
  *   - on_clone/on_exec, tracepoint probes (preemption off, may not sleep):
  *     the same, with interrupts disabled around ring writes;
- *   - the tick (delayed work, every PLABEL_TICK_MS): walks the mappings of
- *     the mms the handler queued; every PLABEL_WAKE_TICKS wakes the reader
- *     if records wait;
+ *   - the tick (delayed work, every PLABEL_TICK_MS; for a WATERMARK
+ *     session once a second while nothing waits, brought nearer by the
+ *     kick irq_work): walks the mappings of the mms the handler queued;
+ *     every PLABEL_WAKE_MS wakes the reader if records wait;
  *   - the wake irq_work: wakes a sleeping reader when a ring is half full;
  *   - the sync callback (RCU, softirq): publishes the time before which
  *     every ring holds all its records, for SYNC records;
@@ -173,6 +174,19 @@ static void plabel_tree_remove(struct plabel_session *s, pid_t tgid)
 	}
 }
 
+/*
+ * PLABEL_START_AT_EXEC: tgid exec'ed; a listed process joins the tree at
+ * its first exec (a later process with its id does not). Any context.
+ */
+static void plabel_tree_join(struct plabel_session *s, pid_t tgid)
+{
+	pid_t *p = bsearch(&tgid, s->pids, s->npids, sizeof(pid_t),
+			   plabel_pid_cmp);
+
+	if (p && !test_and_set_bit(p - s->pids, s->joined))
+		plabel_tree_add(s, tgid);
+}
+
 bool plabel_session_wants(struct plabel_session *s, pid_t tgid)
 {
 	switch (s->target) {
@@ -234,6 +248,29 @@ bool plabel_session_emit_labelset(struct plabel_session *s,
 }
 
 /*
+ * A WATERMARK session's tick comes once a second while it has nothing to
+ * walk: a walk queued or news brings it to within PLABEL_TICK_MS (the
+ * kicked bit, until the tick runs, makes that one irq_work a tick at
+ * most). Any context, NMI too.
+ */
+static void plabel_session_kick(struct plabel_session *s)
+{
+	if ((s->start_flags & PLABEL_START_WATERMARK) &&
+	    !test_and_set_bit(0, &s->kicked))
+		irq_work_queue(&s->kick_work);
+}
+
+static void plabel_kick_fn(struct irq_work *work)
+{
+	struct plabel_session *s = container_of(work, struct plabel_session,
+						kick_work);
+
+	/* a tick due sooner comes up to PLABEL_TICK_MS later, no more */
+	mod_delayed_work(system_wq, &s->tick,
+			 msecs_to_jiffies(PLABEL_TICK_MS));
+}
+
+/*
  * Queue a scan of current's executable mappings unless this CPU scanned the
  * same mm recently: with as many executable pages (mm->exec_vm: a dlopen()
  * or dlclose() changes it, a new thread's stack does not) and no exec
@@ -280,6 +317,7 @@ void plabel_session_note_mm(struct plabel_session *s, struct plabel_cpu *c,
 	e->task = get_task_struct(current);
 	/* tgid, time and task before mm: pairs with the scanner's acquire */
 	smp_store_release(&e->mm, mm);
+	plabel_session_kick(s);
 
 	e = &c->cache[c->cache_next++ % PLABEL_MM_CACHE];
 	e->mm = mm;
@@ -460,20 +498,21 @@ static bool plabel_scan_too_soon(struct plabel_session *s,
  * time is a debt, each tick pays off one budget, and a tick in debt walks
  * nothing, so however long one walk takes the walker's share of a CPU
  * stays at a tenth. What is too soon or over budget waits queued for a
- * later tick; stop walks everything queued.
+ * later tick; stop walks everything queued. Returns whether walks may
+ * still wait.
  */
-static void plabel_scan_pending(struct plabel_session *s, bool budget)
+static bool plabel_scan_pending(struct plabel_session *s, bool budget)
 {
 	s64 pay = PLABEL_SCAN_BUDGET_US * NSEC_PER_USEC;
 	u64 t0 = ktime_get_ns(), t;
 	unsigned int n, cpu, i;
-	bool news = false;
+	bool news = false, left = false;
 
 	if (budget) {
 		/* no saving up beyond one tick's budget */
 		s->scan_debt = max_t(s64, s->scan_debt - pay, -pay);
 		if (s->scan_debt >= 0)
-			return;
+			return true;
 	}
 
 	for (n = 0, cpu = s->scan_cpu; n < nr_cpu_ids;
@@ -493,11 +532,14 @@ static void plabel_scan_pending(struct plabel_session *s, bool budget)
 			t = ktime_get_ns();
 			if (budget && s->scan_debt + (s64)(t - t0) >= 0) {
 				s->scan_cpu = cpu;
+				left = true;
 				goto out;
 			}
 			if (budget &&
-			    plabel_scan_too_soon(s, mm, e->tgid, &news))
+			    plabel_scan_too_soon(s, mm, e->tgid, &news)) {
+				left = true;
 				continue;
+			}
 			/*
 			 * A session owner that exits releases its file after
 			 * exit_fs(): d_path() needs current->fs, and no one
@@ -520,6 +562,7 @@ out:
 	if (budget)
 		s->scan_debt += t;
 	this_cpu_add(plabel_stats.scan_ns, t);
+	return left;
 }
 
 static bool plabel_session_has_data(struct plabel_session *s)
@@ -595,27 +638,45 @@ static void plabel_tick_fn(struct work_struct *work)
 	struct plabel_session *s = container_of(to_delayed_work(work),
 						struct plabel_session, tick);
 
+	bool mark = s->start_flags & PLABEL_START_WATERMARK;
+	u64 now = ktime_get_ns();
+	bool left;
+
+	/*
+	 * A kick from here on brings another tick: the walks it asks for
+	 * may come after the look below (pairs with the kick's atomic).
+	 */
+	clear_bit(0, &s->kicked);
+	smp_mb__after_atomic();
 	/*
 	 * A grace period each tick keeps SYNC records some 50 to 100 ms
 	 * behind; a WATERMARK reader, which reads rarely, does with one a
 	 * second (each costs the CPUs the RCU kthread's turns)
 	 */
-	if ((!(s->start_flags & PLABEL_START_WATERMARK) || !s->ticks) &&
+	if ((!mark || now >= s->sync_next) &&
 	    !smp_load_acquire(&s->sync_pending)) {
-		s->sync_start = ktime_get_ns();
+		s->sync_next = now + NSEC_PER_SEC;
+		s->sync_start = now;
 		WRITE_ONCE(s->sync_pending, true);
 		plabel_call_rcu_hurry(&s->sync_rcu, plabel_sync_fn);
 	}
-	plabel_scan_pending(s, true);
+	left = plabel_scan_pending(s, true);
 	/* news (plabel_session_news()): each tick; wq_has_sleeper() orders */
 	if (READ_ONCE(s->news) && wq_has_sleeper(&s->wq))
 		wake_up_interruptible(&s->wq);
-	if (++s->ticks >= PLABEL_WAKE_TICKS) {
-		s->ticks = 0;
+	if (now >= s->wake_next) {
+		s->wake_next = now + PLABEL_WAKE_MS * NSEC_PER_MSEC;
 		if (wq_has_sleeper(&s->wq) && plabel_session_ready(s))
 			wake_up_interruptible(&s->wq);
 	}
-	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
+	/*
+	 * Nothing to walk: a WATERMARK tick has only its grace period and
+	 * its look at the rings left, once a second, until a kick. Queued
+	 * already (a kick), this changes nothing.
+	 */
+	schedule_delayed_work(&s->tick, msecs_to_jiffies(mark && !left ?
+							 PLABEL_IDLE_TICK_MS :
+							 PLABEL_TICK_MS));
 }
 
 /* Tracepoint hooks (task.c) */
@@ -643,8 +704,10 @@ bool plabel_session_on_clone(struct task_struct *child, u64 clone_flags,
 			plabel_sample_thread(s, child, clone_flags, set,
 					     stack_top);
 			local_irq_restore(flags);
-			if (!(clone_flags & CLONE_THREAD))
+			if (!(clone_flags & CLONE_THREAD)) {
 				plabel_session_news(s);
+				plabel_session_kick(s);
+			}
 		}
 		if (plabel_session_wants(s, child->tgid))
 			wants = true;
@@ -688,11 +751,14 @@ void plabel_session_on_exec(void)
 	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
 	rcu_read_lock();
 	plabel_for_each_session(s) {
+		if (s->start_flags & PLABEL_START_AT_EXEC)
+			plabel_tree_join(s, current->tgid);
 		if (!plabel_session_wants(s, current->tgid))
 			continue;
 		atomic_inc(&s->exec_seq);
 		plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
 		plabel_session_news(s);
+		plabel_session_kick(s);
 	}
 	rcu_read_unlock();
 }
@@ -871,6 +937,7 @@ static void plabel_session_free(struct plabel_session *s)
 	plabel_offcpu_free(s);
 	plabel_tlsctx_free(s);
 	kvfree(s->tree);
+	bitmap_free(s->joined);
 	kfree(s->pids);
 	kfree(s);
 }
@@ -888,8 +955,10 @@ static int plabel_session_args(struct plabel_session *s,
 {
 	u32 v;
 
-	if ((a->flags & ~PLABEL_START_WATERMARK) || a->pad || a->pad2 ||
-	    a->target > PLABEL_TARGET_TREE ||
+	if ((a->flags & ~(PLABEL_START_WATERMARK | PLABEL_START_AT_EXEC)) ||
+	    ((a->flags & PLABEL_START_AT_EXEC) &&
+	     a->target != PLABEL_TARGET_TREE) ||
+	    a->pad || a->pad2 || a->target > PLABEL_TARGET_TREE ||
 	    a->callchain > PLABEL_CALLCHAIN_DWARF ||
 	    (a->record & ~(PLABEL_RECORD_CPU | PLABEL_RECORD_THREADS |
 			   PLABEL_RECORD_KERNEL | PLABEL_RECORD_OFFCPU |
@@ -950,6 +1019,11 @@ static int plabel_session_pids(struct plabel_session *s,
 	s->tree = kvcalloc(PLABEL_TREE_SLOTS, sizeof(pid_t), GFP_KERNEL_ACCOUNT);
 	if (!s->tree)
 		return -ENOMEM;
+	if (s->start_flags & PLABEL_START_AT_EXEC) {
+		/* they join at their exec: plabel_tree_join() */
+		s->joined = bitmap_zalloc(s->npids, GFP_KERNEL_ACCOUNT);
+		return s->joined ? 0 : -ENOMEM;
+	}
 	for (i = 0; i < s->npids; i++)
 		plabel_tree_add(s, s->pids[i]);
 	return 0;
@@ -1032,6 +1106,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	mutex_init(&s->tlsctx_lock);
 	init_waitqueue_head(&s->wq);
 	init_irq_work(&s->wake_work, plabel_wake_fn);
+	init_irq_work(&s->kick_work, plabel_kick_fn);
 	INIT_DELAYED_WORK(&s->tick, plabel_tick_fn);
 	ret = plabel_session_args(s, &a);
 	if (ret)
@@ -1100,6 +1175,11 @@ err_stop:
 	plabel_sample_stop(s);
 err_drain:
 	irq_work_sync(&s->wake_work);
+	/* a sample's kick may have queued the tick, and it a grace period */
+	irq_work_sync(&s->kick_work);
+	cancel_delayed_work_sync(&s->tick);
+	if (READ_ONCE(s->sync_pending))
+		rcu_barrier();
 	plabel_scan_pending(s, false);
 err_unlock:
 	mutex_unlock(&plabel_session_mutex);
@@ -1127,6 +1207,8 @@ static void plabel_session_stop_locked(struct plabel_session *s)
 		plabel_offcpu_hook_put();
 	s->offcpu_hooked = false;
 	__clear_bit(s->slot, plabel_slots);
+	/* nothing kicks any more: a kick's queueing of the tick before */
+	irq_work_sync(&s->kick_work);
 	cancel_delayed_work_sync(&s->tick);
 	/* the tick's sync callback, if queued, before s can be freed */
 	if (READ_ONCE(s->sync_pending))

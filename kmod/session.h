@@ -62,11 +62,12 @@
 #define PLABEL_MM_CACHE		8	/* recently scanned mms, per CPU */
 #define PLABEL_MM_PENDING	16	/* mm scans waiting, per CPU */
 #define PLABEL_TICK_MS		50	/* mm scan period */
+#define PLABEL_IDLE_TICK_MS	1000	/* WATERMARK, with nothing to walk */
 #define PLABEL_SCAN_BUDGET_US	5000	/* mm walking per tick, at most */
 #define PLABEL_SCAN_MAPS	1024	/* mappings reported per walk */
 #define PLABEL_SCAN_GAP_MS	200	/* between walks of one mm */
 #define PLABEL_SCAN_HIST	64	/* mms whose last walk is kept */
-#define PLABEL_WAKE_TICKS	20	/* ticks between reader wake-ups */
+#define PLABEL_WAKE_MS		1000	/* between the tick's reader wake-ups */
 #define PLABEL_WEIGHT_MAX	PLABEL_SAMPLE_PERIODS_MAX
 /* Ring bytes an ALLOC leaves free, for FREEs: size >> this */
 #define PLABEL_FREE_RESERVE_SHIFT	3
@@ -157,6 +158,7 @@ struct plabel_session {
 	pid_t *pids;		/* PIDS: sorted */
 	u32 npids;
 	pid_t *tree;		/* TREE: open-addressed tgids, 0 is empty */
+	unsigned long *joined;	/* AT_EXEC: bit i, pids[i] exec'ed */
 	atomic_t tree_count;
 	atomic_t exec_seq;	/* bumped by exec: invalidates mm caches */
 	atomic64_t lost_maps;	/* mappings not reported (walk cap) */
@@ -183,7 +185,11 @@ struct plabel_session {
 	wait_queue_head_t wq;
 	struct irq_work wake_work;
 	struct delayed_work tick;
-	unsigned int ticks;	/* since the tick last woke the reader */
+	/* WATERMARK: bit 0, the tick was asked to come within a tick */
+	unsigned long kicked;
+	struct irq_work kick_work;	/* brings the tick nearer */
+	u64 wake_next;		/* the tick's next reader wake-up, ns */
+	u64 sync_next;		/* a WATERMARK tick's next grace period */
 	/*
 	 * SYNC records (session.c): the tick notes sync_start and waits for a
 	 * grace period (call_rcu); every record stamped before sync_start

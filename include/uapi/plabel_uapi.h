@@ -170,6 +170,14 @@ enum plabel_callchain {
  * perf's wakeup watermark does; read() returns what there is at any time.
  */
 #define PLABEL_START_WATERMARK	(1U << 0)
+/*
+ * PLABEL_START_AT_EXEC, with PLABEL_TARGET_TREE only: each listed process
+ * joins the tree at its next exec, and nothing of it is recorded before
+ * (not its samples, not the processes it creates): for a launcher that
+ * starts the session between its fork and the exec, as perf's
+ * enable_on_exec.
+ */
+#define PLABEL_START_AT_EXEC	(1U << 1)
 
 struct plabel_session_start_args {
 	__u32 size;

@@ -374,6 +374,50 @@ TEST(watermark_poll)
 }
 
 /*
+ * A WATERMARK session's tick runs once a second while there is nothing to
+ * walk; a sample that asks for a walk brings it nearer. After a quiet
+ * second and a half, a library loaded and a few samples are news within
+ * 400 ms, each of four times (by the second's tick alone that would be
+ * about 0.4^4, 3 %, of the time).
+ */
+TEST(watermark_walk_soon_after_quiet)
+{
+	static const char *const libs[] = {
+		"libbz2.so.1.0", "liblzma.so.5", "libexpat.so.1", "libffi.so.8",
+	};
+	static char buf[1 << 20];
+	struct pollfd p;
+	void *lib[4];
+	uint64_t t0;
+	int fd, i;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, fd);
+	p.fd = fd;
+	p.events = POLLIN;
+	ASSERT_EQ(0, start_watermark(fd, PLABEL_TARGET_PIDS,
+				     PLABEL_CALLCHAIN_FP, buf, sizeof(buf)));
+	for (i = 0; i < 4; i++) {
+		usleep(1500000);
+		read_all_news(fd, buf, sizeof(buf), NULL);
+		lib[i] = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+		ASSERT_NE(NULL, lib[i]) TH_LOG("%s", dlerror());
+		t0 = su_now_ns();
+		su_burn_cpu(30000000);
+		EXPECT_EQ(1, poll(&p, 1, 3000));
+		EXPECT_GT(400000000ULL, su_now_ns() - t0)
+			TH_LOG("%s: news after %llu ms", libs[i],
+			       (unsigned long long)(su_now_ns() - t0) / 1000000);
+		EXPECT_EQ(1, read_all_news(fd, buf, sizeof(buf), libs[i]));
+	}
+	ASSERT_EQ(0, su_stop(fd));
+	close(fd);
+	for (i = 0; i < 4; i++)
+		dlclose(lib[i]);
+}
+
+/*
  * read() into a buffer that runs into unmapped memory returns the whole
  * records that reached it, or -EFAULT when none did, and keeps the rest
  * for the next read(): every record the kernel wrote arrives, once.
@@ -670,4 +714,150 @@ TEST(watermark_offline_cpu)
 	close(fd);
 }
 
-TEST_HARNESS_MAIN
+/*
+ * The tree of a child started with PLABEL_START_AT_EXEC begins at its exec:
+ * what it runs and creates before (CPU time, a process of its own) is not
+ * recorded, what its new program runs is. Without the flag the same child
+ * has both, so the test can tell.
+ */
+struct at_exec_count {
+	int execs;		/* EXEC records of the child */
+	int before, after;	/* its samples before and after the exec */
+	int early_child;	/* samples or THREAD records of its first child */
+};
+
+static int at_exec_run(uint32_t flags, struct at_exec_count *n)
+{
+	struct plabel_session_start_args a;
+	struct su_stream st = { 0 };
+	struct plabel_rec_header *h;
+	int pipefd[2], status, fd;
+	uint64_t exec_ns = 0;
+	pid_t child, early, *early_pid;
+	size_t off;
+	char go;
+
+	memset(n, 0, sizeof(*n));
+	early_pid = mmap(NULL, sizeof(*early_pid), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (early_pid == MAP_FAILED || pipe(pipefd))
+		return -1;
+	child = fork();
+	if (child < 0)
+		return -1;
+	if (!child) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &go, 1) != 1)
+			_exit(126);
+		su_burn_cpu(200000000);
+		early = fork();
+		if (!early) {
+			su_burn_cpu(100000000);
+			_exit(0);
+		}
+		if (early < 0 || waitpid(early, &status, 0) != early)
+			_exit(125);
+		*early_pid = early;	/* shared with the parent */
+		execl("/proc/self/exe", "session_test", "--burn", "200",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[0]);
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	su_args_init(&a);
+	a.flags = flags;
+	a.target = PLABEL_TARGET_TREE;
+	a.pids = (uintptr_t)&child;
+	a.npids = 1;
+	a.sample_hz = 999;
+	if (su_start(fd, &a))
+		return -1;
+	if (write(pipefd[1], "g", 1) != 1)
+		return -1;
+	close(pipefd[1]);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return -2;
+	if (su_stop(fd) || su_drain(fd, &st))
+		return -3;
+	close(fd);
+	early = *early_pid;
+	munmap(early_pid, sizeof(*early_pid));
+	if (early <= 0)
+		return -4;
+	off = 0;
+	while ((h = su_next(&st, &off)))
+		if (h->type == PLABEL_REC_EXEC &&
+		    ((struct plabel_rec_exec *)h)->pid == (uint32_t)child) {
+			n->execs++;
+			exec_ns = ((struct plabel_rec_exec *)h)->time_ns;
+		}
+	off = 0;
+	while ((h = su_next(&st, &off))) {
+		struct plabel_rec_sample *r = (void *)h;
+
+		if (h->type == PLABEL_REC_SAMPLE && r->pid == (uint32_t)child)
+			(*(r->time_ns < exec_ns ? &n->before : &n->after))++;
+		if ((h->type == PLABEL_REC_SAMPLE &&
+		     r->pid == (uint32_t)early) ||
+		    (h->type == PLABEL_REC_THREAD &&
+		     r->child_pid == (uint32_t)early))
+			n->early_child++;
+	}
+	su_stream_free(&st);
+	return 0;
+}
+
+TEST(at_exec)
+{
+	struct at_exec_count n;
+
+	NEED_ROOT();
+	ASSERT_EQ(0, at_exec_run(0, &n));
+	EXPECT_EQ(1, n.execs);
+	EXPECT_LT(0, n.before);
+	EXPECT_LT(0, n.after);
+	EXPECT_LT(0, n.early_child);
+	ASSERT_EQ(0, at_exec_run(PLABEL_START_AT_EXEC, &n));
+	EXPECT_EQ(1, n.execs);
+	EXPECT_EQ(0, n.before);
+	EXPECT_LT(0, n.after);
+	EXPECT_EQ(0, n.early_child);
+}
+
+/* PLABEL_START_AT_EXEC is for a tree: with a list or everything, EINVAL */
+TEST(at_exec_needs_a_tree)
+{
+	struct plabel_session_start_args a;
+	int32_t me = getpid();
+	int fd;
+
+	NEED_ROOT();
+	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	su_args_init(&a);
+	a.flags = PLABEL_START_AT_EXEC;
+	a.target = PLABEL_TARGET_PIDS;
+	a.pids = (uintptr_t)&me;
+	a.npids = 1;
+	EXPECT_EQ(-EINVAL, su_start(fd, &a));
+	a.target = PLABEL_TARGET_ALL;
+	a.pids = 0;
+	a.npids = 0;
+	EXPECT_EQ(-EINVAL, su_start(fd, &a));
+	a.flags = PLABEL_START_AT_EXEC << 1;
+	EXPECT_EQ(-EINVAL, su_start(fd, &a));
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	/* the program at_exec's child execs: CPU time for argv[2] ms */
+	if (argc == 3 && !strcmp(argv[1], "--burn")) {
+		su_burn_cpu(strtoull(argv[2], NULL, 0) * 1000000ULL);
+		return 0;
+	}
+	return test_harness_run(argc, argv);
+}
