@@ -1410,6 +1410,13 @@ static int plabel_record_run(int argc, char **argv,
 	 */
 	if (so.target == PLABEL_TARGET_TREE)
 		so.flags = PLABEL_START_WATERMARK;
+	/*
+	 * CMD from its exec: this child's samples before it are of plabel,
+	 * and a walk of its mappings (a copy of the reader's) would hold
+	 * that address space, to be torn down by the module while CMD runs.
+	 */
+	if (so.target == PLABEL_TARGET_TREE && cmd)
+		so.flags |= PLABEL_START_AT_EXEC;
 	ret = plabel_session_start(st.fd, &so);
 	if (ret) {
 		fprintf(stderr, "plabel record: cannot start recording: %s\n",

@@ -107,12 +107,18 @@ int plabel_session_start(int fd, const struct plabel_session_opts *o)
 		sa.pids = (uintptr_t)o->pids;
 		sa.npids = o->npids;
 	}
+	/*
+	 * A module without the flags: records are read sooner, or what a
+	 * command does before its exec is recorded too (and dropped by the
+	 * reader), that is all.
+	 */
 	sa.flags = o->flags;
-	if (!ioctl(fd, PLABEL_IOC_SESSION_START, &sa))
-		return 0;
-	/* a module without the flags: records are read sooner, that is all */
-	if (errno != EINVAL || !sa.flags)
-		return -errno;
-	sa.flags = 0;
-	return ioctl(fd, PLABEL_IOC_SESSION_START, &sa) ? -errno : 0;
+	for (;;) {
+		if (!ioctl(fd, PLABEL_IOC_SESSION_START, &sa))
+			return 0;
+		if (errno != EINVAL || !sa.flags)
+			return -errno;
+		sa.flags = sa.flags & PLABEL_START_AT_EXEC ?
+			   sa.flags & ~PLABEL_START_AT_EXEC : 0;
+	}
 }
