@@ -1138,6 +1138,7 @@ static int plabel_record_run(int argc, char **argv,
 	uint32_t npids = 0, callchain = PLABEL_CALLCHAIN_FP, i;
 	int all = 0, c, ret, status = 1, pipefd[2] = { -1, -1 };
 	int pidfds[PLABEL_MAX_PIDS], npidfds = 0, tty, cmd_status = 0;
+	int forever = 0;	/* the loop's poll() needs no timeout */
 	int check = 1;	/* -p: see who is alive (at start, timeouts, ends) */
 	int thp_off = 0;
 	int watch = 0;	/* -p without CMD: ends when they have exited */
@@ -1468,14 +1469,28 @@ static int plabel_record_run(int argc, char **argv,
 		if (pfd >= 0)
 			pidfds[npidfds++] = pfd;
 	}
+	/*
+	 * So is CMD's: then nothing but the kernel, a signal or the end of
+	 * CMD need wake this loop, not a timeout each second while CMD runs.
+	 */
+	if (cmd && !watch && child > 0) {
+		int pfd = plabel_pidfd_open(child);
+
+		if (pfd >= 0) {
+			pidfds[npidfds++] = pfd;
+			forever = 1;
+		}
+	}
 	fcntl(st.fd, F_SETFL, fcntl(st.fd, F_GETFL) | O_NONBLOCK);
 	tty = isatty(2);
+	if (tty)
+		forever = 0;	/* the progress line, each second */
 
 	for (;;) {
 		int nfds = 1, alive;
 		ssize_t n;
 
-		int wait_ms = PLABEL_POLL_MS;
+		int wait_ms = forever ? -1 : PLABEL_POLL_MS;
 
 		if (plabel_stop_sig)
 			break;
@@ -1484,8 +1499,9 @@ static int plabel_record_run(int argc, char **argv,
 
 			if (left <= 0)
 				break;
-			if (left * 1000 < wait_ms)
-				wait_ms = (int)(left * 1000) + 1;
+			if (wait_ms < 0 || left * 1000 < wait_ms)
+				wait_ms = (int)((left < 3600 ? left : 3600) *
+						1000) + 1;
 		}
 
 		if (child > 0) {

@@ -131,15 +131,18 @@ t_ok "--duration 1 -- sleep 30: CMD ended by SIGTERM (exit 143)" test "$rc" -eq 
 # The collecting thread: recording a command it waits (for 4 full buffers
 # or the end), so it is not woken while a short command runs; with -p it
 # takes each read at once. Its voluntary context switches count its
-# wake-ups; the kernel wakes the reader about once a second.
-collector_switches() {
+# wake-ups; the kernel wakes the reader about once a second. Recording a
+# command, the reading thread itself sleeps until the kernel has news, a
+# ring is half full or the command ends: no wake-up each second.
+thread_switches() {
 	for t in /proc/"$1"/task/*; do
-		[ "$(cat "$t/comm" 2>/dev/null)" = plabel-collect ] &&
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] &&
 			awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status"
 	done
 }
-# collector_wakes DIR ARGS..: its wake-ups from 1 s to 3.5 s into recording,
-# in $wakes (empty if it was not found)
+# collector_wakes DIR ARGS..: the collector's wake-ups from 1 s to 3.5 s
+# into recording in $wakes, the reading thread's in $rwakes (empty if not
+# found)
 collector_wakes() {
 	_d=$1
 	shift
@@ -152,9 +155,11 @@ collector_wakes() {
 		_n=$((_n + 1))
 	done
 	sleep 1
-	_a=$(collector_switches $_rec)
+	_a=$(thread_switches $_rec plabel-collect)
+	_ra=$(thread_switches $_rec plabel)
 	sleep 2.5
-	_b=$(collector_switches $_rec)
+	_b=$(thread_switches $_rec plabel-collect)
+	_rb=$(thread_switches $_rec plabel)
 	# CMD's own children too: record ends only its direct child
 	_kids=$(cat /proc/$_rec/task/*/children 2>/dev/null)
 	for _k in $_kids; do
@@ -166,10 +171,14 @@ collector_wakes() {
 	sed 's/^/# /' "$_d.log"
 	wakes=
 	[ -n "$_a" ] && [ -n "$_b" ] && wakes=$((_b - _a))
+	rwakes=
+	[ -n "$_ra" ] && [ -n "$_rb" ] && rwakes=$((_rb - _ra))
 }
 collector_wakes "$D/lazy" -- "$E2E_BIN/spin" 60000
-echo "# collector wake-ups recording a command: $wakes"
+echo "# collector wake-ups recording a command: $wakes; the reader's: $rwakes"
 t_ok "recording CMD: the collector is not woken while CMD runs" test "$wakes" = 0
+t_ok "recording CMD: the reading thread is not woken while CMD runs" \
+	test "$rwakes" = 0
 t_ok "recording CMD: what it waited for was collected" sh -c \
 	'go tool pprof -top "$1" 2>/dev/null | grep -q "parent_spin\|child_spin"' - "$D/lazy/cpu.pb.gz"
 collector_wakes "$D/eager" -p "$spin"
