@@ -162,9 +162,29 @@ static size_t plabel_spin_tasks(struct plabel_spin_task *t)
  * their own time (its main thread only waits, and is left out: its reading
  * of the list would count).
  */
+/*
+ * The CPUs' idle time (ns, all CPUs), from the scheduler tick's own count
+ * in /proc/timer_list (root only); 0 when it cannot be read.
+ */
+static unsigned long long plabel_spin_idle(void)
+{
+	unsigned long long sum = 0, ns;
+	char line[256];
+	FILE *f = fopen("/proc/timer_list", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " .idle_sleeptime: %llu nsecs", &ns) == 1)
+			sum += ns;
+	fclose(f);
+	return sum;
+}
+
 static void plabel_spin_where(const char *path, struct plabel_spin_task *a,
 			      size_t na, struct plabel_spin_task *b, size_t nb,
-			      const struct plabel_spin_arg *args, int nthreads)
+			      const struct plabel_spin_arg *args, int nthreads,
+			      unsigned long long idle)
 {
 	FILE *f = fopen(path, "w");
 	size_t i, j;
@@ -176,6 +196,8 @@ static void plabel_spin_where(const char *path, struct plabel_spin_task *a,
 	for (i = 0; i < (size_t)nthreads; i++)
 		fprintf(f, "%d spin-thread %llu\n", (int)args[i].tid,
 			(unsigned long long)args[i].cpu_ns);
+	/* no task's: the CPUs idle */
+	fprintf(f, "0 idle %llu\n", idle);
 	for (j = 0; j < nb; j++) {
 		unsigned long long was = 0;
 
@@ -239,6 +261,7 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 	static struct plabel_spin_task before[PLABEL_SPIN_MAX_TASKS],
 		after[PLABEL_SPIN_MAX_TASKS];
 	size_t nbefore = 0, nafter;
+	unsigned long long idle0 = 0, idle1;
 	pthread_t tids[PLABEL_SPIN_MAX_THREADS];
 	struct plabel_spin_arg args[PLABEL_SPIN_MAX_THREADS];
 	pid_t parent = getppid();
@@ -254,8 +277,10 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 			exit(1);
 		}
 	}
-	if (where)
+	if (where) {
 		nbefore = plabel_spin_tasks(before);
+		idle0 = plabel_spin_idle();
+	}
 	pthread_barrier_wait(&plabel_spin_start);
 	t0 = plabel_spin_now();
 	p0 = plabel_spin_proc_cpu(parent);
@@ -267,9 +292,10 @@ static uint64_t plabel_spin_run(int nthreads, uint64_t iters,
 	ns2 = plabel_spin_proc_cpu(parent);
 	*parent_ns = ns2 > p0 ? ns2 - p0 : 0;
 	if (where) {
+		idle1 = plabel_spin_idle();
 		nafter = plabel_spin_tasks(after);
 		plabel_spin_where(where, before, nbefore, after, nafter,
-				  args, nthreads);
+				  args, nthreads, idle1 > idle0 ? idle1 - idle0 : 0);
 	}
 	pthread_barrier_destroy(&plabel_spin_start);
 	return ns;

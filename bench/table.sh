@@ -17,6 +17,38 @@ function d(a, b) { return (a in v && b in v && v[a] != "" && v[b] != "") ? \
 # the ratio of two differences, a - b over c - d
 function rd(a, b, c, e) { return (a in v && b in v && c in v && e in v && \
 	v[c] - v[e] != 0) ? sprintf("%.3f", (v[a] - v[b]) / (v[c] - v[e])) : "-" }
+# a - b, ns, in ms
+function dms(a, b) { return (a in v && b in v && v[a] != "" && v[b] != "") ? \
+	sprintf("%.2f", (v[a] - v[b]) / 1e6) : "-" }
+# where CPU time went while the workload ran, over the unprofiled runs
+function where(o,    m, h, p, q, n, modes, rates) {
+	print "   CPU time added while the workload ran (spin --where), ms over the unprofiled"
+	print "   runs: in all, in the workload'"'"'s threads (interrupts, handler), the profiler'"'"'s"
+	print "   own, other tasks'"'"' (kernel threads); and the CPUs'"'"' idle time added"
+	print "                     plabel                                perf                       plabel/"
+	print "   mode   Hz      all  threads  profiler  others  idle      all  threads  profiler  others  idle   perf"
+	split("fp dwarf", modes, " ")
+	split("99 999 4999", rates, " ")
+	n = o ".none.where_"
+	for (m = 1; m <= 2; m++)
+		for (h = 1; h <= 3; h++) {
+			p = o ".plabel_" modes[m] "_" rates[h] ".where_"
+			q = o ".perf_" modes[m] "_" rates[h] ".where_"
+			printf "   %-5s %5s  %7s %8s %9s %7s %5s  %7s %8s %9s %7s %5s  %5s\n", \
+				modes[m], rates[h], dms(p "all_ns", n "all_ns"), \
+				dms(p "threads_ns", n "threads_ns"), \
+				dms(p "profiler_ns", n "profiler_ns"), \
+				dms(p "others_ns", n "others_ns"), \
+				dms(p "idle_ns", n "idle_ns"), \
+				dms(q "all_ns", n "all_ns"), \
+				dms(q "threads_ns", n "threads_ns"), \
+				dms(q "profiler_ns", n "profiler_ns"), \
+				dms(q "others_ns", n "others_ns"), \
+				dms(q "idle_ns", n "idle_ns"), \
+				rd(p "all_ns", n "all_ns", q "all_ns", n "all_ns")
+		}
+	print ""
+}
 function overhead(o,    m, h, p, q, modes, rates) {
 	print "   wall: workload wall time / unprofiled; cpu: workload CPU time / unprofiled;"
 	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s; run%: the"
@@ -69,15 +101,18 @@ END {
 	printf "2. sampling overhead (VM, %s vCPUs, %s threads, median of runs): slowdown vs no profiler\n", \
 		g("vm.ncpus"), g("overhead.threads")
 	overhead("overhead")
+	where("overhead")
 	printf "2b. the same on %s vCPU with instruction counting (qemu %s -icount: time is\n", \
 		g("icount.vm.ncpus"), g("icount.qemu")
 	print "   instructions executed, so runs repeat to within a few 0.1 %; no cache or"
 	print "   memory costs), median of runs"
 	overhead("icount.overhead")
+	where("icount.overhead")
 	printf "2c. the same on %s vCPUs with instruction counting (qemu %s; guest time is\n", \
 		g("icount2.vm.ncpus"), g("icount2.qemu")
 	print "   the instructions of both vCPUs, which run in turn), median of runs"
 	overhead("icount2.overhead")
+	where("icount2.overhead")
 
 	print "3. accuracy: worst label-share error, percentage points, vs the kernel (goal < 2)"
 	for (k in v)

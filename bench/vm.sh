@@ -49,6 +49,7 @@ emit overhead.iters "$ITERS"
 emit overhead.threads "$THREADS"
 SPIN="$B/spin --iters $ITERS --threads $THREADS"
 if want overhead; then
+SPIN="$SPIN --where $TMP/where"
 
 # run_one NAME CMD..: one timed run, without address space randomization
 # for the profiler and the workload alike (under instruction counting the
@@ -56,7 +57,10 @@ if want overhead; then
 # land). Appends to $TMP/NAME.wall the workload's wall ns, to NAME.cpu its
 # own CPU ns, the CPU ns of the whole command (profiler and workload, from
 # /usr/bin/time) and the profiler's CPU ns while the workload ran (spin's
-# parent_cpu_ns), and for plabel the module's handler and sample counters.
+# parent_cpu_ns), and for plabel the module's handler and sample counters;
+# to NAME.where the CPU ns, while the workload ran, of its threads, of the
+# profiler's and of every other task (kernel threads), and the CPUs' idle
+# time (spin --where).
 run_one() {
 	local name=$1 c0 n0 s0 l0 w c t pc
 	shift
@@ -70,6 +74,13 @@ run_one() {
 	t=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.0f", ($1 + $2) * 1e9 }' "$TMP/time")
 	echo "${w:-nan}" >>"$TMP/$name.wall"
 	echo "${c:-nan} ${t:-nan} ${pc:-nan}" >>"$TMP/$name.cpu"
+	awk '$2 == "spin-thread" { t += $3; next }
+		$1 == 0 && $2 == "idle" { i += $3; next }
+		$2 ~ /^(plabel|perf)/ { p += $3; next }
+		{ k += $3 }
+		END { printf "%.0f %.0f %.0f %.0f\n", t, p, k, i }' "$TMP/where" \
+		>>"$TMP/$name.where" 2>/dev/null
+	rm -f "$TMP/where"
 	case $name in
 	perf_*)
 		# the samples perf recorded, and lost (its event's own stats)
@@ -136,6 +147,13 @@ for cfg in $CONFIGS; do
 	emit "overhead.$cfg.profiler_run_cpu_pct" "$(awk '
 		$1 > 0 && $3 ~ /^[0-9]+$/ { print 100 * $3 / $1 }' \
 		"$TMP/$cfg.cpu" | median)"
+	# where the run's CPU went while the workload ran, ns
+	for f in 1:threads 2:profiler 3:others 4:idle; do
+		emit "overhead.$cfg.where_${f#*:}_ns" \
+			"$(awk -v c="${f%%:*}" '{ print $c }' "$TMP/$cfg.where" | median)"
+	done
+	emit "overhead.$cfg.where_all_ns" \
+		"$(awk '{ print $1 + $2 + $3 }' "$TMP/$cfg.where" | median)"
 	[ "$cfg" = none ] && continue
 	emit "overhead.$cfg.workload_cpu_ratio" \
 		"$(awk -v m="$wc" -v b="$basecpu" 'BEGIN { printf "%.4f", m / b }')"
