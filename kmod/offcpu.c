@@ -328,7 +328,7 @@ void plabel_offcpu_hook_put(void)
 	WRITE_ONCE(plabel_offcpu_users, plabel_offcpu_users - 1);
 	ms = READ_ONCE(plabel_offcpu_linger_ms);
 	if (!plabel_offcpu_users && ms)
-		mod_delayed_work(system_wq, &plabel_offcpu_linger,
+		mod_delayed_work(plabel_wq, &plabel_offcpu_linger,
 				 msecs_to_jiffies(ms));
 out:
 	mutex_unlock(&plabel_offcpu_lock);

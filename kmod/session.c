@@ -53,6 +53,13 @@
 
 static DEFINE_MUTEX(plabel_session_mutex);
 /*
+ * The sessions' ticks and the off-CPU probe's linger: one queue for every
+ * queueing of a work item, the kernel's promise that it does not run on
+ * two CPUs at once holds only for that (schedule_delayed_work() has moved
+ * from system_wq to another queue in newer kernels).
+ */
+struct workqueue_struct *plabel_wq;
+/*
  * The running sessions: a list the tracepoint probes walk under RCU, and
  * the slots they hold (bit i: slot i is taken), changed under
  * plabel_session_mutex, which also guards the count.
@@ -175,15 +182,21 @@ static void plabel_tree_remove(struct plabel_session *s, pid_t tgid)
 }
 
 /*
- * PLABEL_START_AT_EXEC: tgid exec'ed; a listed process joins the tree at
- * its first exec (a later process with its id does not). Any context.
+ * PLABEL_START_AT_EXEC: current exec'ed; a listed process joins the tree
+ * at its first exec (a later process with its id does not).
  */
-static void plabel_tree_join(struct plabel_session *s, pid_t tgid)
+static void plabel_tree_join(struct plabel_session *s)
 {
+	pid_t tgid = current->tgid;
 	pid_t *p = bsearch(&tgid, s->pids, s->npids, sizeof(pid_t),
 			   plabel_pid_cmp);
+	u32 i;
 
-	if (p && !test_and_set_bit(p - s->pids, s->joined))
+	if (!p)
+		return;
+	i = p - s->pids;
+	if (s->exec_pids[i] == task_tgid(current) &&
+	    !test_and_set_bit(i, s->joined))
 		plabel_tree_add(s, tgid);
 }
 
@@ -264,10 +277,17 @@ static void plabel_kick_fn(struct irq_work *work)
 {
 	struct plabel_session *s = container_of(work, struct plabel_session,
 						kick_work);
+	unsigned long soon = msecs_to_jiffies(PLABEL_TICK_MS);
 
-	/* a tick due sooner comes up to PLABEL_TICK_MS later, no more */
-	mod_delayed_work(system_wq, &s->tick,
-			 msecs_to_jiffies(PLABEL_TICK_MS));
+	/*
+	 * Not later than it is: queued to run, or due within a tick
+	 * (racy, and then one tick is late by up to a tick, no more).
+	 */
+	if (delayed_work_pending(&s->tick) &&
+	    (!timer_pending(&s->tick.timer) ||
+	     time_before_eq(READ_ONCE(s->tick.timer.expires), jiffies + soon)))
+		return;
+	mod_delayed_work(plabel_wq, &s->tick, soon);
 }
 
 /*
@@ -633,6 +653,17 @@ static void plabel_sync_fn(struct rcu_head *head)
 	smp_store_release(&s->sync_pending, false);
 }
 
+/* An idle WATERMARK tick's delay: up to its next wake-up or grace period */
+static unsigned int plabel_idle_ms(struct plabel_session *s, u64 now)
+{
+	u64 next = min(s->wake_next, s->sync_next);
+	unsigned int ms = PLABEL_IDLE_TICK_MS;
+
+	if (next > now)
+		ms = min_t(u64, ms, div_u64(next - now, NSEC_PER_MSEC) + 1);
+	return max_t(unsigned int, ms, PLABEL_TICK_MS);
+}
+
 static void plabel_tick_fn(struct work_struct *work)
 {
 	struct plabel_session *s = container_of(to_delayed_work(work),
@@ -674,9 +705,10 @@ static void plabel_tick_fn(struct work_struct *work)
 	 * its look at the rings left, once a second, until a kick. Queued
 	 * already (a kick), this changes nothing.
 	 */
-	schedule_delayed_work(&s->tick, msecs_to_jiffies(mark && !left ?
-							 PLABEL_IDLE_TICK_MS :
-							 PLABEL_TICK_MS));
+	queue_delayed_work(plabel_wq, &s->tick,
+			   msecs_to_jiffies(mark && !left ?
+					    plabel_idle_ms(s, now) :
+					    PLABEL_TICK_MS));
 }
 
 /* Tracepoint hooks (task.c) */
@@ -751,12 +783,23 @@ void plabel_session_on_exec(void)
 	strscpy_pad(rec.comm, current->comm, sizeof(rec.comm));
 	rcu_read_lock();
 	plabel_for_each_session(s) {
+		unsigned long flags;
+
+		/*
+		 * A process joining at this exec: no sample of it on this
+		 * CPU between the join and the EXEC record's stamp, so none
+		 * of its samples is stamped before that.
+		 */
+		local_irq_save(flags);
 		if (s->start_flags & PLABEL_START_AT_EXEC)
-			plabel_tree_join(s, current->tgid);
-		if (!plabel_session_wants(s, current->tgid))
+			plabel_tree_join(s);
+		if (!plabel_session_wants(s, current->tgid)) {
+			local_irq_restore(flags);
 			continue;
+		}
 		atomic_inc(&s->exec_seq);
 		plabel_emit_stamped(s, &rec, sizeof(rec), &rec.time_ns);
+		local_irq_restore(flags);
 		plabel_session_news(s);
 		plabel_session_kick(s);
 	}
@@ -922,6 +965,7 @@ void plabel_session_on_switch(struct task_struct *prev,
 static void plabel_session_free(struct plabel_session *s)
 {
 	unsigned int cpu;
+	u32 i;
 
 	if (s->cpu) {
 		for_each_possible_cpu(cpu) {
@@ -938,6 +982,9 @@ static void plabel_session_free(struct plabel_session *s)
 	plabel_tlsctx_free(s);
 	kvfree(s->tree);
 	bitmap_free(s->joined);
+	for (i = 0; s->exec_pids && i < s->npids; i++)
+		put_pid(s->exec_pids[i]);
+	kfree(s->exec_pids);
 	kfree(s->pids);
 	kfree(s);
 }
@@ -1020,9 +1067,21 @@ static int plabel_session_pids(struct plabel_session *s,
 	if (!s->tree)
 		return -ENOMEM;
 	if (s->start_flags & PLABEL_START_AT_EXEC) {
-		/* they join at their exec: plabel_tree_join() */
+		/*
+		 * They join at their exec (plabel_tree_join()): the processes
+		 * these ids name now, not a later one given an id again.
+		 */
 		s->joined = bitmap_zalloc(s->npids, GFP_KERNEL_ACCOUNT);
-		return s->joined ? 0 : -ENOMEM;
+		s->exec_pids = kcalloc(s->npids, sizeof(*s->exec_pids),
+				       GFP_KERNEL_ACCOUNT);
+		if (!s->joined || !s->exec_pids)
+			return -ENOMEM;
+		rcu_read_lock();
+		for (i = 0; i < s->npids; i++)
+			s->exec_pids[i] = get_pid(find_pid_ns(s->pids[i],
+							      &init_pid_ns));
+		rcu_read_unlock();
+		return 0;
 	}
 	for (i = 0; i < s->npids; i++)
 		plabel_tree_add(s, s->pids[i]);
@@ -1165,7 +1224,7 @@ static int plabel_session_start(struct plabel_file *pf, struct file *file,
 	plabel_session_heap_interval();
 	plabel_nr_sessions++;
 	plabel_nr_held++;
-	schedule_delayed_work(&s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
+	queue_delayed_work(plabel_wq, &s->tick, msecs_to_jiffies(PLABEL_TICK_MS));
 	/* a fully set up session: pairs with read()/poll() */
 	smp_store_release(&pf->session, s);
 	mutex_unlock(&plabel_session_mutex);
@@ -1576,9 +1635,14 @@ int plabel_session_init(void)
 	struct dentry *d = plabel_debugfs_dir;
 	int ret;
 
+	plabel_wq = alloc_workqueue("plabel", WQ_UNBOUND, 0);
+	if (!plabel_wq)
+		return -ENOMEM;
 	ret = plabel_sample_init();
-	if (ret)
+	if (ret) {
+		destroy_workqueue(plabel_wq);
 		return ret;
+	}
 	if (IS_ERR_OR_NULL(d))
 		return 0;
 	debugfs_create_file_unsafe("sessions", 0444, d, NULL,
@@ -1618,4 +1682,5 @@ void plabel_session_exit(void)
 	WARN_ON_ONCE(plabel_nr_sessions || plabel_nr_held);
 	plabel_offcpu_exit();
 	plabel_sample_exit();
+	destroy_workqueue(plabel_wq);
 }

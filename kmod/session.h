@@ -159,6 +159,7 @@ struct plabel_session {
 	u32 npids;
 	pid_t *tree;		/* TREE: open-addressed tgids, 0 is empty */
 	unsigned long *joined;	/* AT_EXEC: bit i, pids[i] exec'ed */
+	struct pid **exec_pids;	/* AT_EXEC: the processes pids[] named */
 	atomic_t tree_count;
 	atomic_t exec_seq;	/* bumped by exec: invalidates mm caches */
 	atomic64_t lost_maps;	/* mappings not reported (walk cap) */
@@ -224,6 +225,9 @@ struct plabel_stats {
 	u64 online_failed;	/* counters that did not start on a CPU */
 };
 DECLARE_PER_CPU(struct plabel_stats, plabel_stats);
+
+/* session.c: the queue of the sessions' ticks and the off-CPU linger */
+extern struct workqueue_struct *plabel_wq;
 
 /* ring.c; irqs off, on the ring's CPU, for the producer side */
 /* process context: the session's start, or the CPU's online callback */
