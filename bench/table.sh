@@ -14,6 +14,9 @@ function r(a, b) { return (a in v && b in v && v[b] + 0 != 0) ? \
 	sprintf("%.3f", v[a] / v[b]) : "-" }
 function d(a, b) { return (a in v && b in v && v[a] != "" && v[b] != "") ? \
 	sprintf("%.2f", v[a] - v[b]) : "-" }
+# the ratio of the time two slowdowns add, (a - 1) / (b - 1)
+function rs(a, b) { return (a in v && b in v && v[b] - 1 > 0) ? \
+	sprintf("%.3f", (v[a] - 1) / (v[b] - 1)) : "-" }
 # the ratio of two differences, a - b over c - d
 function rd(a, b, c, e) { return (a in v && b in v && c in v && e in v && \
 	v[c] - v[e] != 0) ? sprintf("%.3f", (v[a] - v[b]) / (v[c] - v[e])) : "-" }
@@ -54,7 +57,8 @@ function overhead(o,    m, h, p, q, modes, rates) {
 	print "   prof%: the profiler process'"'"'s own CPU time, % of the workload'"'"'s; run%: the"
 	print "   part of it while the workload ran; samples, lost: per run; us/sample: wall"
 	print "   time added per recorded sample (the way to compare when the two record"
-	print "   different numbers, losing the others)"
+	print "   different numbers, losing the others); plabel/perf: the wall time each"
+	print "   added, plabel'"'"'s over perf'"'"'s"
 	print "                     plabel                          perf               plabel/   plabel handler  plabel         perf           us/sample"
 	print "   mode   Hz     wall    cpu   prof%   run%      wall    cpu   prof%   run%  perf wall    ns/sample  samples  lost  samples  lost   plabel   perf"
 	split("fp dwarf", modes, " ")
@@ -69,7 +73,7 @@ function overhead(o,    m, h, p, q, modes, rates) {
 				pc2(p ".profiler_run_cpu_pct"), \
 				g(q ".slowdown"), g(q ".workload_cpu_ratio"), \
 				pc(q ".profiler_cpu_pct"), pc2(q ".profiler_run_cpu_pct"), \
-				r(p ".slowdown", q ".slowdown"), \
+				rs(p ".slowdown", q ".slowdown"), \
 				g(p ".handler_ns_per_call"), g(p ".samples_per_run"), \
 				g(p ".lost_per_run"), g(q ".samples_per_run"), \
 				g(q ".lost_per_run"), g(p ".wall_us_per_sample"), \

@@ -189,7 +189,9 @@ struct plabel_qbuf {
  */
 #define PLABEL_QBUF_MAX		8
 #define PLABEL_QBUF_LAZY	(PLABEL_QBUF_MAX / 2)
-#define PLABEL_PREFAULT		(512U << 10)	/* of the first buffer */
+/* of the first buffer: all of it, so a recording of up to 4 MiB of records
+ * maps no page of it while the program runs */
+#define PLABEL_PREFAULT		(sizeof(struct plabel_qbuf) + PLABEL_READ_BUF)
 /*
  * A lazy collector's buffers, once PLABEL_QBUF_LAZY wait, go to a file as
  * read (up to this much), to be collected at the end, as perf leaves its
