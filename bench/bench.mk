@@ -25,9 +25,9 @@ BENCH_HEAP	:= $(BENCH_DIR)/heap
 BENCH_KERNEL	?= 6.1
 BENCH_REPS	?= 3
 
-$(BENCH_SPIN): bench/spin.c
+$(BENCH_SPIN): bench/spin.c $(LIB_A) libplabel/plabel.h
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(LIB_A) -lpthread
 
 $(BENCH_PINGPONG): bench/pingpong.c
 	@mkdir -p $(@D)

@@ -10,6 +10,10 @@
  *                                       and "parent_cpu_ns <ns>"
  *     [--where FILE]                    and write to FILE each task's CPU
  *                                       time in that span: "TID COMM NS"
+ *     [--labels]                        each thread switches between 4
+ *                                       label sets (libplabel) every 256
+ *                                       iterations, as a labelled server
+ *                                       would between requests
  *
  * Each thread walks a chain of a dozen small functions (so call chains have
  * depth for -g fp and for dwarf snapshots) doing integer arithmetic, no
@@ -23,6 +27,7 @@
  * them included), to the profiler's reader, to kernel threads.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,9 +37,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plabel.h"
+
 #define PLABEL_SPIN_MAX_THREADS	64
 
 static pthread_barrier_t plabel_spin_start;
+/* --labels: the sets the threads switch between */
+#define PLABEL_SPIN_NSETS	4
+#define PLABEL_SPIN_SWITCH	256	/* iterations between switches */
+static struct plabel_labels *plabel_spin_sets[PLABEL_SPIN_NSETS];
+static int plabel_spin_labels;
 static volatile uint64_t plabel_spin_sink;
 
 static uint64_t plabel_spin_now(void)
@@ -218,6 +230,27 @@ static void plabel_spin_where(const char *path, struct plabel_spin_task *a,
 	}
 }
 
+/* --labels: endpoint=/api/0 .. /api/3 */
+static int plabel_spin_make_sets(void)
+{
+	static const char *const eps[PLABEL_SPIN_NSETS] = {
+		"/api/users", "/api/orders", "/api/items", "/api/search",
+	};
+	int i;
+
+	for (i = 0; i < PLABEL_SPIN_NSETS; i++) {
+		struct plabel_kv kv = { "endpoint", eps[i] };
+
+		plabel_spin_sets[i] = plabel_labels_new(&kv, 1);
+		if (!plabel_spin_sets[i]) {
+			fprintf(stderr, "spin: plabel_labels_new: %s\n",
+				strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* A chain of distinct frames; depth d ends in the arithmetic. */
 static __attribute__((noinline)) uint64_t plabel_spin_leaf(uint64_t x)
 {
@@ -247,8 +280,13 @@ static void *plabel_spin_thread(void *p)
 	a->tid = gettid();
 	pthread_barrier_wait(&plabel_spin_start);
 	c0 = plabel_spin_thread_cpu();
-	for (i = 0; i < a->iters; i++)
+	for (i = 0; i < a->iters; i++) {
+		if (plabel_spin_labels && !(i % PLABEL_SPIN_SWITCH))
+			plabel_switch(plabel_spin_sets[(i / PLABEL_SPIN_SWITCH +
+						       a->tid) %
+						      PLABEL_SPIN_NSETS]);
 		x = plabel_spin_step(x + i, (int)(i % 12));
+	}
 	a->out = x;
 	a->cpu_ns = plabel_spin_thread_cpu() - c0;
 	return NULL;
@@ -308,19 +346,36 @@ int main(int argc, char **argv)
 	int nthreads = 4, i;
 	struct rusage ru;
 
-	for (i = 1; i + 1 < argc; i += 2) {
+	for (i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(argv[i], "--labels")) {
+			plabel_spin_labels = 1;
+			continue;
+		}
+		if (!v)
+			break;
 		if (!strcmp(argv[i], "--threads"))
-			nthreads = atoi(argv[i + 1]);
+			nthreads = atoi(v);
 		else if (!strcmp(argv[i], "--iters"))
-			iters = strtoull(argv[i + 1], NULL, 0);
+			iters = strtoull(v, NULL, 0);
 		else if (!strcmp(argv[i], "--calibrate"))
-			cal_ms = strtoull(argv[i + 1], NULL, 0);
+			cal_ms = strtoull(v, NULL, 0);
 		else if (!strcmp(argv[i], "--where"))
-			where = argv[i + 1];
+			where = v;
+		else
+			break;
+		i++;
 	}
+	if (i < argc) {
+		fprintf(stderr, "spin: unknown argument %s\n", argv[i]);
+		return 2;
+	}
+	if (plabel_spin_labels && plabel_spin_make_sets())
+		return 1;
 	if (nthreads < 1 || nthreads > PLABEL_SPIN_MAX_THREADS ||
 	    (!iters && !cal_ms)) {
-		fprintf(stderr, "usage: spin --calibrate MS | --iters N [--threads N] [--where FILE]\n");
+		fprintf(stderr, "usage: spin --calibrate MS | --iters N [--threads N] [--where FILE] [--labels]\n");
 		return 2;
 	}
 	if (cal_ms) {

@@ -44,10 +44,12 @@ $B/label_cost --ms 100 --go bench/label_cost_go --base $B/label_cost_base \
 
 # --- 2. sampling overhead ------------------------------------------------
 log "calibrating the workload to ${SPIN_MS} ms"
-ITERS=$($B/spin --calibrate "$SPIN_MS" --threads $THREADS)
+# the workload switches label sets as a labelled server would: plabel
+# records them, perf cannot
+ITERS=$($B/spin --calibrate "$SPIN_MS" --threads $THREADS --labels)
 emit overhead.iters "$ITERS"
 emit overhead.threads "$THREADS"
-SPIN="$B/spin --iters $ITERS --threads $THREADS"
+SPIN="$B/spin --iters $ITERS --threads $THREADS --labels"
 if want overhead; then
 SPIN="$SPIN --where $TMP/where"
 
