@@ -271,22 +271,29 @@ static int read_all_news(int fd, char *buf, size_t cap, const char *lib)
  * mappings, which a sample queues (not asserted: a walk that came before
  * the first read was read with the stream record).
  */
-static int start_watermark(int fd, uint32_t target, uint32_t callchain,
-			   char *buf, size_t cap)
+/* A 999 Hz session on fd of target over process pid: 0 or -errno */
+static int start_one(int fd, uint32_t flags, uint32_t target, pid_t pid,
+		     uint32_t callchain)
 {
 	struct plabel_session_start_args a;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int32_t me = getpid();
 
 	su_args_init(&a);
-	a.flags = PLABEL_START_WATERMARK;
+	a.flags = flags;
 	a.target = target;
-	a.pids = (uintptr_t)&me;
+	a.pids = (uintptr_t)&pid;
 	a.npids = 1;
 	a.callchain = callchain;
 	a.stack_size = callchain == PLABEL_CALLCHAIN_DWARF ? 16384 : 0;
 	a.sample_hz = 999;
-	if (su_start(fd, &a))
+	return su_start(fd, &a);
+}
+
+static int start_watermark(int fd, uint32_t target, uint32_t callchain,
+			   char *buf, size_t cap)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (start_one(fd, PLABEL_START_WATERMARK, target, getpid(), callchain))
 		return -1;
 	/* the stream record at once */
 	if (poll(&p, 1, 0) != 1)
@@ -296,6 +303,23 @@ static int start_watermark(int fd, uint32_t target, uint32_t callchain,
 	poll(&p, 1, 1000);
 	read_all_news(fd, buf, cap, NULL);
 	return 0;
+}
+
+/* A new file with start_watermark()'s session, p set to poll it; -1 on failure */
+static int open_watermark(struct pollfd *p, uint32_t target, char *buf,
+			  size_t cap)
+{
+	int fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	p->fd = fd;
+	p->events = POLLIN;
+	if (start_watermark(fd, target, PLABEL_CALLCHAIN_FP, buf, cap)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /*
@@ -317,12 +341,8 @@ TEST(watermark_poll)
 	int fd, status, i;
 
 	NEED_ROOT();
-	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_watermark(&p, PLABEL_TARGET_TREE, buf, sizeof(buf));
 	ASSERT_LE(0, fd);
-	p.fd = fd;
-	p.events = POLLIN;
-	ASSERT_EQ(0, start_watermark(fd, PLABEL_TARGET_TREE,
-				     PLABEL_CALLCHAIN_FP, buf, sizeof(buf)));
 	/* some 100 samples more, far from half a ring: nothing to wake for */
 	su_burn_cpu(100000000);
 	EXPECT_EQ(0, poll(&p, 1, 1500));
@@ -392,12 +412,8 @@ TEST(watermark_walk_soon_after_quiet)
 	int fd, i;
 
 	NEED_ROOT();
-	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_watermark(&p, PLABEL_TARGET_PIDS, buf, sizeof(buf));
 	ASSERT_LE(0, fd);
-	p.fd = fd;
-	p.events = POLLIN;
-	ASSERT_EQ(0, start_watermark(fd, PLABEL_TARGET_PIDS,
-				     PLABEL_CALLCHAIN_FP, buf, sizeof(buf)));
 	for (i = 0; i < 4; i++) {
 		usleep(1500000);
 		read_all_news(fd, buf, sizeof(buf), NULL);
@@ -674,8 +690,6 @@ TEST(cpu_hotplug)
 TEST(watermark_offline_cpu)
 {
 	const char *online = "/sys/devices/system/cpu/cpu1/online";
-	struct plabel_session_start_args a;
-	int32_t me = getpid();
 	struct pollfd p;
 	char buf[4096];
 	int fd;
@@ -686,13 +700,8 @@ TEST(watermark_offline_cpu)
 	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, su_write_num(online, 0));
-	su_args_init(&a);
-	a.flags = PLABEL_START_WATERMARK;
-	a.target = PLABEL_TARGET_PIDS;
-	a.pids = (uintptr_t)&me;
-	a.npids = 1;
-	a.sample_hz = 999;
-	EXPECT_EQ(0, su_start(fd, &a));
+	EXPECT_EQ(0, start_one(fd, PLABEL_START_WATERMARK, PLABEL_TARGET_PIDS,
+			       getpid(), PLABEL_CALLCHAIN_FP));
 	p.fd = fd;
 	p.events = POLLIN;
 	EXPECT_EQ(1, poll(&p, 1, 0));
@@ -729,7 +738,6 @@ struct at_exec_count {
 
 static int at_exec_run(uint32_t flags, struct at_exec_count *n)
 {
-	struct plabel_session_start_args a;
 	struct su_stream st = { 0 };
 	struct plabel_rec_header *h;
 	int pipefd[2], status, fd;
@@ -767,13 +775,8 @@ static int at_exec_run(uint32_t flags, struct at_exec_count *n)
 	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	su_args_init(&a);
-	a.flags = flags;
-	a.target = PLABEL_TARGET_TREE;
-	a.pids = (uintptr_t)&child;
-	a.npids = 1;
-	a.sample_hz = 999;
-	if (su_start(fd, &a))
+	if (start_one(fd, flags, PLABEL_TARGET_TREE, child,
+		      PLABEL_CALLCHAIN_FP))
 		return -1;
 	if (write(pipefd[1], "g", 1) != 1)
 		return -1;
@@ -834,7 +837,6 @@ TEST(at_exec)
  */
 TEST(at_exec_not_a_later_process_with_the_id)
 {
-	struct plabel_session_start_args a;
 	struct su_stream st = { 0 };
 	struct plabel_rec_header *h;
 	int pipefd[2], status, fd, n = 0;
@@ -853,13 +855,8 @@ TEST(at_exec_not_a_later_process_with_the_id)
 	close(pipefd[0]);
 	fd = open(SU_DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	su_args_init(&a);
-	a.flags = PLABEL_START_AT_EXEC;
-	a.target = PLABEL_TARGET_TREE;
-	a.pids = (uintptr_t)&first;
-	a.npids = 1;
-	a.sample_hz = 999;
-	ASSERT_EQ(0, su_start(fd, &a));
+	ASSERT_EQ(0, start_one(fd, PLABEL_START_AT_EXEC, PLABEL_TARGET_TREE,
+			       first, PLABEL_CALLCHAIN_FP));
 	ASSERT_EQ(1, write(pipefd[1], "g", 1));
 	close(pipefd[1]);
 	ASSERT_EQ(first, waitpid(first, &status, 0));
