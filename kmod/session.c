@@ -668,7 +668,6 @@ static void plabel_tick_fn(struct work_struct *work)
 {
 	struct plabel_session *s = container_of(to_delayed_work(work),
 						struct plabel_session, tick);
-
 	bool mark = s->start_flags & PLABEL_START_WATERMARK;
 	u64 now = ktime_get_ns();
 	bool left;
